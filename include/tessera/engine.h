@@ -1,0 +1,224 @@
+// tessera's public C++ API: load a model once, then generate, chat, classify and
+// batch_generate. Every call goes through one continuous-batching scheduler that owns the model
+// and its KV pool, so concurrent callers (threads, HTTP clients) share forward passes.
+//
+// Errors: loading throws tessera::Error naming the file, key or tensor at fault. Requests never
+// throw for bad input that only concerns them: a request whose options are invalid, whose prompt
+// does not fit, or that fails in flight comes back with finish_reason == error and a message;
+// the engine and the other requests carry on. validate() checks options up front.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "tessera/error.h"
+#include "tessera/model_info.h"
+
+namespace tessera {
+
+struct EngineOptions {
+  std::string model_dir;
+  std::string device = "auto";  // auto (CUDA when available) | cpu | cuda
+  std::string dtype = "auto";   // weights in memory: auto (the checkpoint's) | f32 | bf16
+  int context_length = 0;       // positions per sequence; 0: min(max_position_embeddings, 32768)
+  size_t memory_limit = 0;      // bytes on the compute device (weights + KV + activations); 0: none
+  size_t kv_memory = 0;         // bytes for the KV pool; 0: automatic
+  int max_batch_tokens = 0;     // tokens per forward step (prefill chunks + decodes); 0: automatic
+  int max_seqs = 0;             // sequences running at once; 0: automatic
+  bool prefix_cache = true;     // share KV blocks between prompts with the same prefix
+  bool progress = false;        // progress bar on stderr while loading (only if stderr is a tty)
+};
+
+struct SamplingOptions {
+  float temperature = 1.0f;  // 0: greedy, whatever else is set
+  int top_k = 0;             // 0: off
+  float top_p = 1.0f;        // (0, 1]
+  float min_p = 0.0f;        // [0, 1]
+  float repetition_penalty = 1.0f;  // > 0; 1: off (transformers / llama.cpp semantics)
+  float presence_penalty = 0.0f;    // [-2, 2] (OpenAI semantics)
+  float frequency_penalty = 0.0f;   // [-2, 2]
+  std::optional<uint64_t> seed;     // one seed, one text; unset: drawn from the clock
+  bool logprobs = false;            // report the chosen token's logprob per step
+  int top_logprobs = 0;             // and the N most likely alternatives (0..20)
+};
+
+struct GenerateOptions {
+  SamplingOptions sampling;
+  int max_tokens = 256;  // > 0; capped by the context length
+  int min_tokens = 0;    // EOS and stop tokens are suppressed until this many are generated
+  std::vector<std::string> stop;          // stop strings: matched across tokens, not emitted
+  std::vector<int32_t> stop_token_ids;    // in addition to the model's EOS set
+  bool ignore_eos = false;                // benchmarks: generate exactly max_tokens
+  bool add_special_tokens = true;         // text prompts: add BOS as Hugging Face does
+};
+
+struct TokenLogprob {
+  int32_t id = 0;
+  std::string text;  // the token's own text (may be a partial UTF-8 sequence shown as bytes)
+  float logprob = 0.0f;
+};
+
+struct StepLogprobs {
+  TokenLogprob chosen;
+  std::vector<TokenLogprob> top;  // most likely first
+};
+
+struct Metrics {
+  int prompt_tokens = 0;
+  int cached_prompt_tokens = 0;  // prompt tokens whose KV came from the prefix cache
+  int generated_tokens = 0;
+  double queue_ms = 0;           // waiting for admission
+  double ttft_ms = 0;            // submission to first generated token
+  double prefill_ms = 0, decode_ms = 0, total_ms = 0;
+  double prefill_tokens_per_s = 0, decode_tokens_per_s = 0;
+  size_t peak_memory_bytes = 0;    // tessera's allocator on the compute device, since load
+  size_t active_memory_bytes = 0;  // at the end of the call
+  std::string device;
+};
+
+enum class FinishReason { stop, length, cancelled, error };
+const char* finish_reason_name(FinishReason r);  // "stop", "length", "cancelled", "error"
+
+struct GenerateResult {
+  std::vector<int32_t> ids;  // generated ids only
+  std::string text;          // their text, stop string excluded
+  FinishReason finish_reason = FinishReason::stop;
+  std::string error;                  // when finish_reason == error
+  std::optional<int32_t> stop_token;  // the EOS / stop id that ended it (not in ids)
+  std::string stop_string;            // the stop string that ended it
+  std::vector<StepLogprobs> logprobs;  // one per id when sampling.logprobs
+  Metrics metrics;
+};
+
+// Set from any thread; the scheduler checks it before every step.
+class CancelToken {
+ public:
+  CancelToken() : flag_(std::make_shared<std::atomic<bool>>(false)) {}
+  void cancel() const { flag_->store(true); }
+  bool cancelled() const { return flag_->load(); }
+
+ private:
+  std::shared_ptr<std::atomic<bool>> flag_;
+};
+
+// Called on the scheduler's thread for every generated token with the text that became final
+// (possibly empty: UTF-8 still incomplete, or held back while it may start a stop string).
+// Keep it short; return false to cancel the request.
+using TokenCallback = std::function<bool(int32_t id, std::string_view piece)>;
+
+struct ChatMessage {
+  std::string role;  // system | user | assistant | ...
+  std::string content;
+};
+
+// A prompt as text (tokenized, BOS added per add_special_tokens) or as token ids.
+using Prompt = std::variant<std::string, std::vector<int32_t>>;
+
+struct ClassifyOptions {
+  SamplingOptions sampling;    // temperature 0 (the default here) picks the argmax
+  bool return_logits = false;  // the full logits row at each prompt's last position
+  int top_logprobs = 0;
+  bool add_special_tokens = true;
+  ClassifyOptions() { sampling.temperature = 0.0f; }
+};
+
+struct ClassifyResult {
+  int32_t token = -1;
+  std::string text;
+  float logprob = 0.0f;
+  std::vector<float> logits;             // when return_logits
+  std::vector<TokenLogprob> top_logprobs;
+  std::string error;  // non-empty when this prompt failed (others are unaffected)
+  int prompt_tokens = 0;
+};
+
+struct BatchMetrics {
+  int requests = 0, prompt_tokens = 0, generated_tokens = 0;
+  double total_ms = 0;
+  double requests_per_s = 0, prompt_tokens_per_s = 0, generated_tokens_per_s = 0;
+  size_t peak_memory_bytes = 0;
+};
+
+// A snapshot of the scheduler, for /metrics and the tests.
+struct EngineStats {
+  int running = 0, waiting = 0;
+  int kv_blocks_used = 0, kv_blocks_total = 0;
+  int kv_block_size = 0;
+  size_t memory_active = 0, memory_peak = 0, memory_limit = 0;
+  int64_t steps = 0;
+  int64_t prompt_tokens = 0, generated_tokens = 0, cached_prompt_tokens = 0;
+};
+
+// A request in flight, for callers that stream (the server): events arrive in order; the last
+// is the result.
+class RequestStream {
+ public:
+  struct Event {
+    int32_t id = -1;
+    std::string piece;
+    std::optional<StepLogprobs> logprobs;
+    bool done = false;
+    GenerateResult result;  // when done
+  };
+  virtual ~RequestStream() = default;
+  // Waits up to timeout_ms (negative: forever) for the next event; false on timeout.
+  virtual bool next(Event& ev, int timeout_ms) = 0;
+  virtual void cancel() = 0;
+};
+
+class Engine {
+ public:
+  // Throws tessera::Error (invalid_model, io, unsupported, out_of_memory, invalid_argument).
+  static std::unique_ptr<Engine> load(const EngineOptions& opts);
+  virtual ~Engine() = default;
+
+  virtual const ModelInfo& info() const = 0;
+  virtual std::string device_name() const = 0;
+  virtual int context_length() const = 0;
+  virtual bool has_tokenizer() const = 0;
+  virtual bool has_chat_template() const = 0;
+  // The EOS set generation stops on: generation_config.json's, the tokenizer's and the chat
+  // end-of-turn token (<end_of_turn>, <|eot_id|>, <|im_end|>) when the vocabulary has one.
+  virtual std::vector<int32_t> eos_token_ids() const = 0;
+
+  // Throws Error(invalid_argument) naming the option at fault.
+  virtual void validate(const GenerateOptions& opts) const = 0;
+  virtual void validate(const SamplingOptions& opts) const = 0;
+
+  virtual GenerateResult generate(const Prompt& prompt, const GenerateOptions& opts,
+                                  const TokenCallback& on_token = {},
+                                  const CancelToken& cancel = {}) = 0;
+  virtual GenerateResult chat(const std::vector<ChatMessage>& messages,
+                              const GenerateOptions& opts, const TokenCallback& on_token = {},
+                              const CancelToken& cancel = {}) = 0;
+  virtual std::vector<GenerateResult> batch_generate(const std::vector<Prompt>& prompts,
+                                                     const GenerateOptions& opts,
+                                                     const CancelToken& cancel = {},
+                                                     BatchMetrics* metrics = nullptr) = 0;
+  virtual std::vector<ClassifyResult> classify(const std::vector<Prompt>& prompts,
+                                               const ClassifyOptions& opts,
+                                               BatchMetrics* metrics = nullptr) = 0;
+  // Asynchronous form of generate: never throws for request errors (they arrive as the final
+  // event with finish_reason error).
+  virtual std::unique_ptr<RequestStream> submit(const Prompt& prompt,
+                                                const GenerateOptions& opts) = 0;
+
+  virtual std::vector<int32_t> tokenize(std::string_view text, bool add_special_tokens) const = 0;
+  virtual std::string detokenize(const std::vector<int32_t>& ids) const = 0;
+  // The model's chat template applied to messages (throws Error(invalid_argument) when the
+  // template rejects them).
+  virtual std::string apply_chat_template(const std::vector<ChatMessage>& messages,
+                                          bool add_generation_prompt) const = 0;
+
+  virtual EngineStats stats() const = 0;
+};
+
+}  // namespace tessera

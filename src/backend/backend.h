@@ -1,0 +1,191 @@
+// The interface every compute backend (cpu/, cuda/) implements, and the only way model files
+// touch a device. Ops are eager: each call does its work (or enqueues it on the backend's stream)
+// and model files never branch on the device. Shapes in comments are [rows, cols].
+//
+// Conventions shared by all ops:
+// - Activations are row-major Tensors whose rows may be strided; the residual stream is f32, other
+//   activations use act_dtype() (f32 on the CPU, bf16 on CUDA).
+// - Linear weights keep Hugging Face's layout [out_features, in_features] (y = x W^T).
+// - Norm weights are f32 vectors with Gemma's (1 + w) already folded in, so rms_norm is x * w.
+// - qkv rows hold the heads of q, then k, then v: [T, (nh + 2 nkv) * hd].
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/memory.h"
+#include "io/safetensors.h"
+
+namespace tessera {
+
+struct Tensor {
+  void* data = nullptr;
+  DType dtype = DType::f32;
+  int64_t rows = 0, cols = 0;
+  int64_t stride = 0;  // elements from one row's start to the next (>= cols)
+
+  template <class T>
+  T* ptr() const { return static_cast<T*>(data); }
+  size_t row_bytes() const { return static_cast<size_t>(stride) * dtype_size(dtype); }
+  Tensor rows_from(int64_t r0, int64_t n) const {
+    Tensor t = *this;
+    t.data = static_cast<char*>(data) + r0 * row_bytes();
+    t.rows = n;
+    return t;
+  }
+  Tensor cols_from(int64_t c0, int64_t n) const {
+    Tensor t = *this;
+    t.data = static_cast<char*>(data) + c0 * static_cast<int64_t>(dtype_size(dtype));
+    t.cols = n;
+    return t;
+  }
+};
+
+// A device allocation counted by the device's MemoryTracker; freed when destroyed.
+class DeviceBuffer {
+ public:
+  virtual ~DeviceBuffer() = default;
+  virtual void* data() const = 0;
+  virtual size_t size() const = 0;
+};
+
+// A device array that owns its memory, with a Tensor view of it.
+struct DeviceArray {
+  std::unique_ptr<DeviceBuffer> buffer;
+  Tensor view;
+};
+
+// A linear weight [rows = out_features, cols = in_features] in whatever layout the backend
+// prefers (it may pre-pack); model files only pass it back to linear() and embed().
+class Weight {
+ public:
+  virtual ~Weight() = default;
+  int64_t rows = 0, cols = 0;
+  DType dtype = DType::f32;
+  size_t bytes = 0;
+};
+
+enum class Activation { gelu_tanh, silu };
+
+// One layer's paged KV cache: K and V are each [num_blocks, block_size, num_kv_heads, head_dim]
+// in `dtype`.
+struct KvLayerView {
+  void* k = nullptr;
+  void* v = nullptr;
+  DType dtype = DType::f32;
+  int num_blocks = 0, block_size = 0, num_kv_heads = 0, head_dim = 0;
+};
+
+constexpr int kMaxKvGroups = 4;
+
+// The ragged batch as the device sees it (host pointers on the CPU backend). T tokens of S
+// sequences; a sequence's new tokens are consecutive rows and consecutive positions.
+struct BatchView {
+  int num_tokens = 0, num_seqs = 0;
+  const int32_t* tokens = nullptr;     // [T]
+  const int32_t* positions = nullptr;  // [T]
+  const int32_t* token_seq = nullptr;  // [T] index of the token's sequence in [0, S)
+  const int32_t* seq_q_start = nullptr;  // [S] first row of the sequence's new tokens
+  const int32_t* seq_q_len = nullptr;    // [S] how many new tokens
+  const int32_t* seq_kv_len = nullptr;   // [S] context length after this step (last position + 1)
+  int max_q_len = 0, max_kv_len = 0;
+  // Per KV group (layers that share a window): block tables and where each new token's K/V go.
+  struct Group {
+    const int32_t* block_table = nullptr;   // [S, max_blocks]; -1 where a block was released
+    const int32_t* slot_mapping = nullptr;  // [T] block * block_size + offset
+    int max_blocks = 0;
+  };
+  int num_groups = 0;
+  Group groups[kMaxKvGroups];
+  const int32_t* logit_rows = nullptr;  // [R] rows whose logits are wanted
+  int num_logit_rows = 0;
+};
+
+// The host-side batch a scheduler builds; ComputeBackend::upload turns it into a BatchView.
+struct HostBatch {
+  std::vector<int32_t> tokens, positions, token_seq;
+  std::vector<int32_t> seq_q_start, seq_q_len, seq_kv_len;
+  struct Group {
+    std::vector<int32_t> block_table;  // [S * max_blocks]
+    std::vector<int32_t> slot_mapping;
+    int max_blocks = 0;
+  };
+  std::vector<Group> groups;
+  std::vector<int32_t> logit_rows;
+
+  int num_tokens() const { return static_cast<int>(tokens.size()); }
+  int num_seqs() const { return static_cast<int>(seq_q_len.size()); }
+};
+
+class ComputeBackend {
+ public:
+  virtual ~ComputeBackend() = default;
+  virtual Device device() const = 0;
+  virtual std::string name() const = 0;
+  virtual DType act_dtype() const = 0;
+
+  // --- memory ---
+  virtual std::unique_ptr<DeviceBuffer> alloc(size_t bytes, const char* what) = 0;
+  virtual void copy_to_device(void* dst, const void* src, size_t bytes) = 0;
+  virtual void copy_to_host(void* dst, const void* src, size_t bytes) = 0;
+  virtual void synchronize() = 0;
+  DeviceArray alloc_array(int64_t rows, int64_t cols, DType dt, const char* what);
+  DeviceArray upload_f32(const std::vector<float>& v, const char* what);
+
+  // A linear weight made of `parts` stacked along dim 0 (e.g. q, k, v into one matrix), each
+  // [rows_i, cols] in its file's dtype, stored as `dtype`.
+  virtual std::unique_ptr<Weight> upload_weight(std::span<const TensorInfo* const> parts,
+                                                DType dtype, const std::string& what) = 0;
+
+  // Scratch for one forward: reset() then take(); valid until the next reset().
+  virtual void scratch_reset() = 0;
+  virtual Tensor scratch(int64_t rows, int64_t cols, DType dt) = 0;
+
+  // Copies a HostBatch's arrays to the device; the view stays valid until the next upload().
+  virtual BatchView upload(const HostBatch& b) = 0;
+
+  // --- ops ---
+  // out[t] = table[ids[t]] * scale. With round_to_table_dtype (Gemma's embed_scale), the scale
+  // and the product are rounded to the table's dtype, as transformers computes it.
+  virtual void embed(const Weight& table, const int32_t* ids, int n, float scale,
+                     bool round_to_table_dtype, Tensor out) = 0;
+  // out = x / sqrt(mean(x^2) + eps) * w
+  virtual void rms_norm(Tensor x, Tensor w, float eps, Tensor out) = 0;
+  // residual += (w_y ? rms_norm(y, w_y) : y); then, if w_out, out = rms_norm(residual, w_out).
+  virtual void add_rms_norm(Tensor residual, Tensor y, const Tensor* w_y, const Tensor* w_out,
+                            float eps, Tensor out) = 0;
+  // out[M, N] = x[M, K] W[N, K]^T (+ bias[N]), fp32 accumulation.
+  virtual void linear(Tensor x, const Weight& w, const Tensor* bias, Tensor out) = 0;
+  // In place on qkv [T, (nh + 2 nkv) hd]: optional per-head RMSNorm of q and k, then rotary
+  // embedding (half-split, as transformers' rotate_half) of q and k at positions[t] with
+  // inv_freq [hd / 2].
+  virtual void qk_norm_rope(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_norm,
+                            const Tensor* k_norm, float eps, const int32_t* positions,
+                            Tensor inv_freq) = 0;
+  // Writes each token's k and v (from qkv) into the paged cache at slot_mapping[t].
+  virtual void kv_store(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv,
+                        const int32_t* slot_mapping) = 0;
+  // Causal attention of each token's q heads over its own sequence's cached K/V (GQA: head h
+  // reads kv head h / (nh / nkv)); keys at positions <= p and, when window > 0, > p - window.
+  // scores = softcap(q.k * scale) when softcap > 0. out [T, nh hd].
+  virtual void attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv,
+                         const BatchView& b, int group, float scale, int window, float softcap,
+                         Tensor out) = 0;
+  // out[T, I] = act(gate_up[:, :I]) * gate_up[:, I:]
+  virtual void gated_act(Tensor gate_up, Activation act, Tensor out) = 0;
+  // out[r] = x[rows[r]]
+  virtual void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out) = 0;
+  // x = tanh(x / cap) * cap, in place (f32).
+  virtual void softcap(Tensor x, float cap) = 0;
+};
+
+// The CPU backend (always available) and, when built with CUDA and a GPU is present, the CUDA one.
+std::unique_ptr<ComputeBackend> make_cpu_backend();
+std::unique_ptr<ComputeBackend> make_cuda_backend();  // nullptr when unavailable
+bool cuda_available();
+
+}  // namespace tessera

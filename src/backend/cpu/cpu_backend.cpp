@@ -1,0 +1,176 @@
+// The CPU backend: host memory counted by the CPU tracker, weights copied out of the mmapped
+// safetensors into f32 or bf16 rows (fusing q/k/v and gate/up), ops in cpu/*.cpp.
+#include <algorithm>
+#include <cstring>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_kernels.h"
+#include "core/check.h"
+
+namespace tessera {
+namespace {
+
+class HostDeviceBuffer final : public DeviceBuffer {
+ public:
+  HostDeviceBuffer(size_t bytes, const char* what) : buf_(bytes, what) {}
+  void* data() const override { return buf_.data(); }
+  size_t size() const override { return buf_.size(); }
+
+ private:
+  HostBuffer buf_;
+};
+
+// Converts `n` elements of `src_dt` to `dst_dt`.
+void convert(const void* src, DType src_dt, void* dst, DType dst_dt, size_t n) {
+  if (src_dt == dst_dt) {
+    std::memcpy(dst, src, n * dtype_size(src_dt));
+    return;
+  }
+  auto* s16 = static_cast<const uint16_t*>(src);
+  auto* s32 = static_cast<const float*>(src);
+  for (size_t i = 0; i < n; ++i) {
+    float v = src_dt == DType::f32 ? s32[i] : src_dt == DType::bf16 ? bf16_to_f32(s16[i]) : f16_to_f32(s16[i]);
+    if (dst_dt == DType::f32) {
+      static_cast<float*>(dst)[i] = v;
+    } else {
+      TS_ASSERT(dst_dt == DType::bf16);
+      static_cast<uint16_t*>(dst)[i] = f32_to_bf16(v);
+    }
+  }
+}
+
+class CpuBackend final : public ComputeBackend {
+ public:
+  Device device() const override { return Device::cpu; }
+  std::string name() const override {
+    return std::string("cpu (") + cpu::isa_name(cpu::active_isa()) + ")";
+  }
+  DType act_dtype() const override { return DType::f32; }
+
+  std::unique_ptr<DeviceBuffer> alloc(size_t bytes, const char* what) override {
+    return std::make_unique<HostDeviceBuffer>(bytes, what);
+  }
+  void copy_to_device(void* dst, const void* src, size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+  void copy_to_host(void* dst, const void* src, size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+  void synchronize() override {}
+
+  std::unique_ptr<Weight> upload_weight(std::span<const TensorInfo* const> parts, DType dtype,
+                                        const std::string& what) override {
+    TS_ASSERT(!parts.empty());
+    TS_ASSERT(dtype == DType::f32 || dtype == DType::bf16);
+    auto w = std::make_unique<cpu::CpuWeight>();
+    w->cols = parts[0]->shape.size() == 2 ? parts[0]->shape[1] : 1;
+    for (const TensorInfo* p : parts) {
+      TS_ASSERT(p->shape.size() == 2 && p->shape[1] == w->cols);
+      w->rows += p->shape[0];
+    }
+    w->dtype = dtype;
+    w->bytes = static_cast<size_t>(w->rows * w->cols) * dtype_size(dtype);
+    w->buffer = HostBuffer(w->bytes, what.c_str());
+    char* dst = w->buffer.as<char>();
+    for (const TensorInfo* p : parts) {
+      size_t n = static_cast<size_t>(p->numel());
+      convert(p->data, p->dtype, dst, dtype, n);
+      dst += n * dtype_size(dtype);
+    }
+    return w;
+  }
+
+  void scratch_reset() override {
+    if (chunks_.size() > 1 || (chunks_.size() == 1 && high_water_ > chunks_[0].size())) {
+      chunks_.clear();
+      chunks_.emplace_back(high_water_, "cpu activations");
+    }
+    used_ = 0;
+    chunk_used_ = 0;
+  }
+
+  Tensor scratch(int64_t rows, int64_t cols, DType dt) override {
+    size_t bytes = (static_cast<size_t>(rows * cols) * dtype_size(dt) + 63) / 64 * 64;
+    if (chunks_.empty() || chunk_used_ + bytes > chunks_.back().size()) {
+      chunks_.emplace_back(std::max<size_t>(bytes, 1 << 20), "cpu activations");
+      chunk_used_ = 0;
+    }
+    void* p = chunks_.back().as<char>() + chunk_used_;
+    chunk_used_ += bytes;
+    used_ += bytes;
+    high_water_ = std::max(high_water_, used_);
+    return Tensor{p, dt, rows, cols, cols};
+  }
+
+  BatchView upload(const HostBatch& b) override {
+    BatchView v;
+    v.num_tokens = b.num_tokens();
+    v.num_seqs = b.num_seqs();
+    v.tokens = b.tokens.data();
+    v.positions = b.positions.data();
+    v.token_seq = b.token_seq.data();
+    v.seq_q_start = b.seq_q_start.data();
+    v.seq_q_len = b.seq_q_len.data();
+    v.seq_kv_len = b.seq_kv_len.data();
+    for (int s = 0; s < v.num_seqs; ++s) {
+      v.max_q_len = std::max(v.max_q_len, b.seq_q_len[s]);
+      v.max_kv_len = std::max(v.max_kv_len, b.seq_kv_len[s]);
+    }
+    TS_ASSERT(b.groups.size() <= static_cast<size_t>(kMaxKvGroups));
+    v.num_groups = static_cast<int>(b.groups.size());
+    for (size_t g = 0; g < b.groups.size(); ++g) {
+      v.groups[g].block_table = b.groups[g].block_table.data();
+      v.groups[g].slot_mapping = b.groups[g].slot_mapping.data();
+      v.groups[g].max_blocks = b.groups[g].max_blocks;
+    }
+    v.logit_rows = b.logit_rows.data();
+    v.num_logit_rows = static_cast<int>(b.logit_rows.size());
+    return v;
+  }
+
+  void embed(const Weight& table, const int32_t* ids, int n, float scale, bool round,
+             Tensor out) override {
+    cpu::embed(static_cast<const cpu::CpuWeight&>(table), ids, n, scale, round, out);
+  }
+  void rms_norm(Tensor x, Tensor w, float eps, Tensor out) override { cpu::rms_norm(x, w, eps, out); }
+  void add_rms_norm(Tensor residual, Tensor y, const Tensor* w_y, const Tensor* w_out, float eps,
+                    Tensor out) override {
+    cpu::add_rms_norm(residual, y, w_y, w_out, eps, out);
+  }
+  void linear(Tensor x, const Weight& w, const Tensor* bias, Tensor out) override {
+    cpu::linear(x, static_cast<const cpu::CpuWeight&>(w), bias, out);
+  }
+  void qk_norm_rope(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_norm,
+                    const Tensor* k_norm, float eps, const int32_t* positions,
+                    Tensor inv_freq) override {
+    cpu::qk_norm_rope(qkv, nh, nkv, hd, q_norm, k_norm, eps, positions, inv_freq);
+  }
+  void kv_store(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv,
+                const int32_t* slot_mapping) override {
+    cpu::kv_store(qkv, nh, nkv, hd, kv, slot_mapping);
+  }
+  void attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv, const BatchView& b,
+                 int group, float scale, int window, float softcap, Tensor out) override {
+    cpu::attention(qkv, nh, nkv, hd, kv, b, group, scale, window, softcap, out);
+  }
+  void gated_act(Tensor gate_up, Activation act, Tensor out) override {
+    cpu::gated_act(gate_up, act, out);
+  }
+  void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out) override {
+    for (int r = 0; r < n; ++r)
+      std::memcpy(static_cast<char*>(out.data) + r * out.row_bytes(),
+                  static_cast<const char*>(x.data) + rows[r] * x.row_bytes(),
+                  static_cast<size_t>(x.cols) * dtype_size(x.dtype));
+  }
+  void softcap(Tensor x, float cap) override { cpu::softcap(x, cap); }
+
+ private:
+  std::vector<HostBuffer> chunks_;
+  size_t chunk_used_ = 0, used_ = 0, high_water_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<ComputeBackend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace tessera

@@ -1,0 +1,46 @@
+// Per-head q/k RMSNorm followed by rotary embedding, in place on the fused qkv rows.
+// ref: transformers apply_rotary_pos_emb with rotate_half (the two halves of each head rotate
+// together); angles are position * inv_freq in fp32 as transformers computes them.
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/cpu_kernels.h"
+#include "core/thread_pool.h"
+
+namespace tessera::cpu {
+
+void qk_norm_rope(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_norm, const Tensor* k_norm,
+                  float eps, const int32_t* positions, Tensor inv_freq) {
+  const int half = hd / 2;
+  const float* inv = inv_freq.ptr<const float>();
+  ThreadPool::global().parallel_for(qkv.rows, [&](int64_t t0, int64_t t1, int) {
+    std::vector<float> cosv(half), sinv(half), head(hd);
+    for (int64_t t = t0; t < t1; ++t) {
+      const float pos = static_cast<float>(positions[t]);
+      for (int i = 0; i < half; ++i) {
+        float ang = pos * inv[i];
+        cosv[i] = std::cos(ang);
+        sinv[i] = std::sin(ang);
+      }
+      for (int h = 0; h < nh + nkv; ++h) {
+        const int64_t base = t * qkv.stride + static_cast<int64_t>(h) * hd;
+        for (int i = 0; i < hd; ++i) head[i] = load_elem(qkv.data, qkv.dtype, base + i);
+        const Tensor* nw = h < nh ? q_norm : k_norm;
+        if (nw) {
+          double ss = 0;
+          for (int i = 0; i < hd; ++i) ss += static_cast<double>(head[i]) * head[i];
+          float r = 1.0f / std::sqrt(static_cast<float>(ss / hd) + eps);
+          const float* w = nw->ptr<const float>();
+          for (int i = 0; i < hd; ++i) head[i] = head[i] * r * w[i];
+        }
+        for (int i = 0; i < half; ++i) {
+          float a = head[i], b = head[i + half];
+          store_elem(qkv.data, qkv.dtype, base + i, a * cosv[i] - b * sinv[i]);
+          store_elem(qkv.data, qkv.dtype, base + i + half, b * cosv[i] + a * sinv[i]);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,161 @@
+#include "io/model_dir.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/check.h"
+
+namespace tessera {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+json read_json_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail(ErrorKind::io, path + ": cannot open");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  try {
+    return json::parse(ss.str());
+  } catch (const json::exception& e) {
+    fail_model(path + ": not valid JSON: " + e.what());
+  }
+}
+
+namespace {
+
+// Strips the wrappers that multimodal and causal-LM checkpoints put around the text weights.
+// Returns "" for tensors that belong to other towers (vision, projector), which are ignored.
+std::string canonical_name(const std::string& n) {
+  static const char* kPrefixes[] = {"model.language_model.", "language_model.model.",
+                                    "language_model.", "model."};
+  static const char* kOther[] = {"vision_tower.", "model.vision_tower.", "multi_modal_projector.",
+                                 "model.multi_modal_projector.", "vision_model.", "model.vision_model."};
+  for (const char* o : kOther)
+    if (n.rfind(o, 0) == 0) return "";
+  for (const char* p : kPrefixes)
+    if (n.rfind(p, 0) == 0) return n.substr(std::string(p).size());
+  return n;
+}
+
+}  // namespace
+
+ModelDir::ModelDir(const std::string& dir) : dir_(dir) {
+  if (!fs::is_directory(dir)) fail(ErrorKind::io, dir + ": not a directory");
+  std::string cfg_path = dir + "/config.json";
+  if (!fs::exists(cfg_path)) fail_model(dir + ": no config.json (is this a Hugging Face model directory?)");
+  full_config_ = read_json_file(cfg_path);
+  if (!full_config_.is_object()) fail_model(cfg_path + ": not a JSON object");
+  config_ = full_config_;
+  if (full_config_.contains("text_config") && full_config_["text_config"].is_object()) {
+    config_ = full_config_["text_config"];
+    if (!config_.contains("architectures") && full_config_.contains("architectures"))
+      config_["architectures"] = full_config_["architectures"];
+    for (const char* k : {"eos_token_id", "bos_token_id", "pad_token_id"})
+      if (!config_.contains(k) && full_config_.contains(k)) config_[k] = full_config_[k];
+  }
+  std::string gen_path = dir + "/generation_config.json";
+  generation_config_ = fs::exists(gen_path) ? read_json_file(gen_path) : json::object();
+
+  std::string index_path = dir + "/model.safetensors.index.json";
+  std::vector<std::string> files;
+  if (fs::exists(index_path)) {
+    json index = read_json_file(index_path);
+    if (!index.contains("weight_map") || !index["weight_map"].is_object())
+      fail_model(index_path + ": no weight_map object");
+    std::set<std::string> uniq;
+    for (auto& [k, v] : index["weight_map"].items()) {
+      if (!v.is_string()) fail_model(index_path + ": weight_map['" + k + "'] is not a file name");
+      uniq.insert(v.get<std::string>());
+    }
+    for (const auto& f : uniq) {
+      if (!fs::exists(dir + "/" + f))
+        fail_model(index_path + ": names shard '" + f + "', which is missing");
+      files.push_back(dir + "/" + f);
+    }
+  } else {
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".safetensors") files.push_back(e.path().string());
+    std::sort(files.begin(), files.end());
+  }
+  if (files.empty()) fail_model(dir + ": no *.safetensors weights");
+  for (const auto& f : files) add_shard(f);
+}
+
+void ModelDir::add_shard(const std::string& file) {
+  shards_.push_back(std::make_unique<SafetensorsFile>(file));
+  for (const auto& [name, info] : shards_.back()->tensors()) {
+    std::string c = canonical_name(name);
+    if (c.empty()) continue;
+    if (tensors_.count(c))
+      fail_model(file + ": tensor '" + name + "' also appears in " + tensors_.at(c).file);
+    tensors_.emplace(c, info);
+  }
+}
+
+const TensorInfo* ModelDir::find(const std::string& name) const {
+  auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+const TensorInfo& ModelDir::take(const std::string& name) {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) fail_model(dir_ + ": missing tensor '" + name + "'");
+  if (!it->second.dtype_known)
+    fail_model(it->second.file + ": tensor '" + it->second.name + "' has dtype " +
+               it->second.dtype_name + "; tessera reads F32, BF16 and F16");
+  used_.insert(name);
+  return it->second;
+}
+
+void ModelDir::check_all_used() const {
+  for (const auto& [name, info] : tensors_)
+    if (!used_.count(name))
+      fail_model(info.file + ": unexpected tensor '" + info.name +
+                 "' (not part of this architecture as configured)");
+}
+
+size_t ModelDir::total_bytes() const {
+  size_t n = 0;
+  for (const auto& [name, info] : tensors_) n += info.nbytes;
+  return n;
+}
+
+void ConfigReader::bad(const char* key, const std::string& why) const {
+  fail_model(file + ": key '" + key + "' " + why);
+}
+
+int64_t ConfigReader::get_int(const char* key) const {
+  if (!has(key)) bad(key, "is missing");
+  if (!j[key].is_number_integer()) bad(key, "is not an integer");
+  return j[key].get<int64_t>();
+}
+
+int64_t ConfigReader::get_int(const char* key, int64_t dflt) const {
+  return has(key) ? get_int(key) : dflt;
+}
+
+double ConfigReader::get_float(const char* key) const {
+  if (!has(key)) bad(key, "is missing");
+  if (!j[key].is_number()) bad(key, "is not a number");
+  return j[key].get<double>();
+}
+
+double ConfigReader::get_float(const char* key, double dflt) const {
+  return has(key) ? get_float(key) : dflt;
+}
+
+bool ConfigReader::get_bool(const char* key, bool dflt) const {
+  if (!has(key)) return dflt;
+  if (!j[key].is_boolean()) bad(key, "is not a boolean");
+  return j[key].get<bool>();
+}
+
+std::string ConfigReader::get_string(const char* key, const std::string& dflt) const {
+  if (!has(key)) return dflt;
+  if (!j[key].is_string()) bad(key, "is not a string");
+  return j[key].get<std::string>();
+}
+
+}  // namespace tessera

@@ -1,0 +1,72 @@
+// A Hugging Face model directory as it is on disk: config.json (top level or nested under
+// text_config), generation_config.json, and the safetensors shards (through
+// model.safetensors.index.json when present). Tensor names are canonicalised so that model files
+// see "layers.3.self_attn.q_proj.weight", "embed_tokens.weight", "norm.weight", "lm_head.weight"
+// whether the checkpoint stored them under "model.", "language_model.model." (older
+// Gemma3ForConditionalGeneration) or "model.language_model." (transformers 5).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "io/safetensors.h"
+
+namespace tessera {
+
+class ModelDir {
+ public:
+  // Reads config.json and generation_config.json and maps every shard. Throws Error naming the
+  // file on any problem.
+  explicit ModelDir(const std::string& dir);
+
+  const std::string& path() const { return dir_; }
+  // The text model's config: config.json itself or its "text_config" object, with the
+  // top-level "architectures" carried over when the nested one has none.
+  const nlohmann::json& config() const { return config_; }
+  const nlohmann::json& full_config() const { return full_config_; }
+  const nlohmann::json& generation_config() const { return generation_config_; }  // {} if absent
+  std::string config_path() const { return dir_ + "/config.json"; }
+
+  bool has(const std::string& name) const { return tensors_.count(name) != 0; }
+  // The tensor under its canonical name; marks it used. Throws naming the tensor if missing.
+  const TensorInfo& take(const std::string& name);
+  const TensorInfo* find(const std::string& name) const;
+  // Throws naming the first text-model tensor that no take() asked for.
+  void check_all_used() const;
+
+  size_t total_bytes() const;
+  const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
+
+ private:
+  void add_shard(const std::string& file);
+
+  std::string dir_;
+  nlohmann::json full_config_, config_, generation_config_;
+  std::vector<std::unique_ptr<SafetensorsFile>> shards_;
+  std::map<std::string, TensorInfo> tensors_;  // canonical name -> info
+  std::set<std::string> used_;
+};
+
+// Reads a JSON file; throws Error(io / invalid_model) naming it.
+nlohmann::json read_json_file(const std::string& path);
+
+// Typed config access with errors naming the file and key.
+struct ConfigReader {
+  const nlohmann::json& j;
+  std::string file;
+
+  bool has(const char* key) const { return j.contains(key) && !j[key].is_null(); }
+  int64_t get_int(const char* key) const;
+  int64_t get_int(const char* key, int64_t dflt) const;
+  double get_float(const char* key) const;
+  double get_float(const char* key, double dflt) const;
+  bool get_bool(const char* key, bool dflt) const;
+  std::string get_string(const char* key, const std::string& dflt) const;
+  [[noreturn]] void bad(const char* key, const std::string& why) const;
+};
+
+}  // namespace tessera

@@ -1,0 +1,181 @@
+#include "io/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+
+namespace tessera {
+
+using json = nlohmann::json;
+
+int64_t TensorInfo::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string TensorInfo::shape_str() const {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+namespace {
+
+bool parse_dtype(const std::string& s, DType* out, size_t* elem) {
+  if (s == "F32") { *out = DType::f32; *elem = 4; return true; }
+  if (s == "BF16") { *out = DType::bf16; *elem = 2; return true; }
+  if (s == "F16") { *out = DType::f16; *elem = 2; return true; }
+  return false;
+}
+
+size_t other_dtype_size(const std::string& s) {
+  if (s == "F64" || s == "I64" || s == "U64") return 8;
+  if (s == "I32" || s == "U32") return 4;
+  if (s == "I16" || s == "U16") return 2;
+  if (s == "I8" || s == "U8" || s == "BOOL" || s == "F8_E4M3" || s == "F8_E5M2") return 1;
+  return 0;
+}
+
+}  // namespace
+
+SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(ErrorKind::io, path + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    fail(ErrorKind::io, path + ": cannot stat: " + std::strerror(errno));
+  }
+  size_ = static_cast<size_t>(st.st_size);
+  if (size_ < 8) {
+    ::close(fd);
+    fail_model(path + ": truncated safetensors file (" + std::to_string(size_) +
+               " bytes, shorter than the 8-byte header length)");
+  }
+  map_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (map_ == MAP_FAILED) {
+    map_ = nullptr;
+    fail(ErrorKind::io, path + ": cannot mmap: " + std::strerror(errno));
+  }
+  try {
+    const auto* bytes = static_cast<const uint8_t*>(map_);
+    uint64_t header_len = 0;
+    std::memcpy(&header_len, bytes, 8);
+    if (header_len > size_ - 8) {
+      fail_model(path + ": header length " + std::to_string(header_len) +
+                 " runs beyond the end of the file (" + std::to_string(size_) + " bytes)");
+    }
+    json header;
+    try {
+      header = json::parse(bytes + 8, bytes + 8 + header_len);
+    } catch (const json::exception& e) {
+      fail_model(path + ": the safetensors header is not valid JSON: " + e.what());
+    }
+    if (!header.is_object()) fail_model(path + ": the safetensors header is not a JSON object");
+    const uint8_t* data = bytes + 8 + header_len;
+    const size_t data_size = size_ - 8 - header_len;
+    std::vector<std::pair<size_t, size_t>> ranges;
+    std::vector<std::string> range_names;
+    for (auto it = header.begin(); it != header.end(); ++it) {
+      if (it.key() == "__metadata__") continue;
+      const std::string& name = it.key();
+      const json& v = it.value();
+      auto bad = [&](const std::string& why) { fail_model(path + ": tensor '" + name + "': " + why); };
+      if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") ||
+          !v.contains("data_offsets"))
+        bad("header entry lacks dtype, shape or data_offsets");
+      if (!v["dtype"].is_string()) bad("dtype is not a string");
+      TensorInfo t;
+      t.name = name;
+      t.file = path;
+      t.dtype_name = v["dtype"].get<std::string>();
+      size_t elem = 0;
+      t.dtype_known = parse_dtype(t.dtype_name, &t.dtype, &elem);
+      if (!t.dtype_known) elem = other_dtype_size(t.dtype_name);
+      if (elem == 0) bad("unknown dtype '" + t.dtype_name + "'");
+      if (!v["shape"].is_array()) bad("shape is not an array");
+      for (const auto& d : v["shape"]) {
+        if (!d.is_number_unsigned()) bad("shape has a non-integer or negative dimension");
+        t.shape.push_back(d.get<int64_t>());
+      }
+      const json& off = v["data_offsets"];
+      if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
+          !off[1].is_number_unsigned())
+        bad("data_offsets is not a pair of non-negative integers");
+      size_t b = off[0].get<size_t>(), e = off[1].get<size_t>();
+      if (b > e || e > data_size)
+        bad("data_offsets [" + std::to_string(b) + ", " + std::to_string(e) +
+            ") are out of range (the data section holds " + std::to_string(data_size) +
+            " bytes; is the file truncated?)");
+      size_t want = static_cast<size_t>(t.numel()) * elem;
+      if (e - b != want)
+        bad("holds " + std::to_string(e - b) + " bytes but shape " + t.shape_str() + " of " +
+            t.dtype_name + " needs " + std::to_string(want));
+      t.data = data + b;
+      t.nbytes = e - b;
+      ranges.emplace_back(b, e);
+      range_names.push_back(name);
+      tensors_.emplace(name, std::move(t));
+    }
+    std::vector<size_t> order(ranges.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ranges[a] < ranges[b]; });
+    for (size_t i = 1; i < order.size(); ++i) {
+      const auto& prev = ranges[order[i - 1]];
+      const auto& cur = ranges[order[i]];
+      if (cur.first < prev.second && cur.second > cur.first && prev.second > prev.first)
+        fail_model(path + ": tensors '" + range_names[order[i - 1]] + "' and '" +
+                   range_names[order[i]] + "' overlap in the data section");
+    }
+  } catch (...) {
+    ::munmap(map_, size_);
+    map_ = nullptr;
+    throw;
+  }
+}
+
+SafetensorsFile::~SafetensorsFile() {
+  if (map_) ::munmap(map_, size_);
+}
+
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  json header = json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  size_t offset = 0;
+  for (const auto& t : tensors) {
+    int64_t n = 1;
+    for (int64_t d : t.shape) n *= d;
+    size_t bytes = static_cast<size_t>(n) * dtype_size(t.dtype);
+    const char* dt = t.dtype == DType::f32 ? "F32" : t.dtype == DType::bf16 ? "BF16" : "F16";
+    header[t.name] = {{"dtype", dt}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string h = header.dump();
+  while ((8 + h.size()) % 8 != 0) h.push_back(' ');  // keep the data 8-byte aligned
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) fail(ErrorKind::io, path + ": cannot create");
+  uint64_t len = h.size();
+  f.write(reinterpret_cast<const char*>(&len), 8);
+  f.write(h.data(), static_cast<std::streamsize>(h.size()));
+  for (const auto& t : tensors) {
+    int64_t n = 1;
+    for (int64_t d : t.shape) n *= d;
+    f.write(static_cast<const char*>(t.data),
+            static_cast<std::streamsize>(static_cast<size_t>(n) * dtype_size(t.dtype)));
+  }
+  if (!f) fail(ErrorKind::io, path + ": write failed");
+}
+
+}  // namespace tessera

@@ -1,0 +1,158 @@
+#include "models/decoder.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/check.h"
+
+namespace tessera {
+
+void DecoderModel::finish_setup(DType kv_dtype) {
+  std::map<int, int> group_of_window;
+  kv_spec_ = KvSpec{};
+  kv_spec_.num_kv_heads = spec_.kv_heads;
+  kv_spec_.head_dim = spec_.head_dim;
+  kv_spec_.dtype = kv_dtype;
+  for (auto& layer : layers_) {
+    auto it = group_of_window.find(layer.window);
+    if (it == group_of_window.end()) {
+      it = group_of_window.emplace(layer.window, static_cast<int>(kv_spec_.group_window.size())).first;
+      kv_spec_.group_window.push_back(layer.window);
+    }
+    layer.kv_group = it->second;
+    kv_spec_.layer_group.push_back(it->second);
+  }
+  if (kv_spec_.group_window.size() > static_cast<size_t>(kMaxKvGroups))
+    fail(ErrorKind::unsupported, "more than " + std::to_string(kMaxKvGroups) +
+                                     " distinct attention windows are not supported");
+}
+
+void DecoderModel::forward(const HostBatch& hb, std::span<const KvLayerView> kv, float* logits) {
+  ComputeBackend& be = *backend_;
+  const DecoderSpec& s = spec_;
+  const int T = hb.num_tokens();
+  TS_ASSERT(T > 0 && kv.size() == layers_.size());
+  const BatchView b = be.upload(hb);
+  be.scratch_reset();
+  const DType act = be.act_dtype();
+  const int qkv_cols = (s.heads + 2 * s.kv_heads) * s.head_dim;
+  Tensor x = be.scratch(T, s.hidden, DType::f32);  // the residual stream
+  Tensor h = be.scratch(T, s.hidden, act);
+  Tensor qkv = be.scratch(T, qkv_cols, act);
+  Tensor attn = be.scratch(T, static_cast<int64_t>(s.heads) * s.head_dim, act);
+  Tensor o = be.scratch(T, s.hidden, act);
+  Tensor gu = be.scratch(T, 2LL * s.intermediate, act);
+  Tensor a = be.scratch(T, s.intermediate, act);
+
+  be.embed(*embed_, b.tokens, T, s.embed_scale, s.embed_scale_in_weight_dtype, x);
+  be.rms_norm(x, layers_[0].input_norm.view, s.eps, h);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const DecoderLayer& L = layers_[l];
+    const Tensor* bias = L.qkv_bias.buffer ? &L.qkv_bias.view : nullptr;
+    be.linear(h, *L.qkv, bias, qkv);
+    be.qk_norm_rope(qkv, s.heads, s.kv_heads, s.head_dim, L.q_norm.buffer ? &L.q_norm.view : nullptr,
+                    L.k_norm.buffer ? &L.k_norm.view : nullptr, s.eps, b.positions, L.inv_freq.view);
+    be.kv_store(qkv, s.heads, s.kv_heads, s.head_dim, kv[l], b.groups[L.kv_group].slot_mapping);
+    be.attention(qkv, s.heads, s.kv_heads, s.head_dim, kv[l], b, L.kv_group, s.attn_scale, L.window,
+                 s.attn_softcap, attn);
+    be.linear(attn, *L.o, nullptr, o);
+    be.add_rms_norm(x, o, s.sandwich_norms ? &L.post_attn_norm.view : nullptr, &L.pre_ff_norm.view,
+                    s.eps, h);
+    be.linear(h, *L.gate_up, nullptr, gu);
+    be.gated_act(gu, s.act, a);
+    be.linear(a, *L.down, nullptr, o);
+    const Tensor* next_norm = l + 1 < layers_.size() ? &layers_[l + 1].input_norm.view : nullptr;
+    be.add_rms_norm(x, o, s.sandwich_norms ? &L.post_ff_norm.view : nullptr, next_norm, s.eps, h);
+  }
+
+  const int R = b.num_logit_rows;
+  if (R == 0) return;
+  Tensor xr = be.scratch(R, s.hidden, DType::f32);
+  be.gather_rows(x, b.logit_rows, R, xr);
+  Tensor hr = be.scratch(R, s.hidden, act);
+  be.rms_norm(xr, final_norm_.view, s.eps, hr);
+  Tensor lg = be.scratch(R, s.vocab, DType::f32);
+  be.linear(hr, lm_head_ ? *lm_head_ : *embed_, nullptr, lg);
+  if (s.final_softcap > 0) be.softcap(lg, s.final_softcap);
+  be.copy_to_host(logits, lg.data, static_cast<size_t>(R) * s.vocab * sizeof(float));
+}
+
+const TensorInfo& WeightLoader::take_checked(const std::string& name,
+                                             const std::vector<int64_t>& shape) {
+  const TensorInfo& t = dir_.take(name);
+  if (t.shape != shape) {
+    std::string want = "[";
+    for (size_t i = 0; i < shape.size(); ++i) want += (i ? ", " : "") + std::to_string(shape[i]);
+    want += "]";
+    fail_model(t.file + ": tensor '" + t.name + "' has shape " + t.shape_str() + " but " +
+               dir_.config_path() + " implies " + want);
+  }
+  params_ += t.numel();
+  return t;
+}
+
+std::unique_ptr<Weight> WeightLoader::matrix(const std::vector<std::string>& names,
+                                             const std::vector<int64_t>& rows, int64_t cols) {
+  std::vector<const TensorInfo*> parts;
+  for (size_t i = 0; i < names.size(); ++i) parts.push_back(&take_checked(names[i], {rows[i], cols}));
+  return backend_.upload_weight(parts, dtype_, names[0]);
+}
+
+DeviceArray WeightLoader::vector(const std::string& name, int64_t n, float add) {
+  const TensorInfo& t = take_checked(name, {n});
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    float x = t.dtype == DType::f32   ? static_cast<const float*>(t.data)[i]
+              : t.dtype == DType::bf16 ? bf16_to_f32(static_cast<const uint16_t*>(t.data)[i])
+                                      : f16_to_f32(static_cast<const uint16_t*>(t.data)[i]);
+    v[i] = add + x;
+  }
+  return backend_.upload_f32(v, "norm/bias vector");
+}
+
+DeviceArray WeightLoader::vectors(const std::vector<std::string>& names,
+                                  const std::vector<int64_t>& n) {
+  std::vector<float> all;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const TensorInfo& t = take_checked(names[i], {n[i]});
+    for (int64_t j = 0; j < n[i]; ++j)
+      all.push_back(t.dtype == DType::f32   ? static_cast<const float*>(t.data)[j]
+                    : t.dtype == DType::bf16 ? bf16_to_f32(static_cast<const uint16_t*>(t.data)[j])
+                                            : f16_to_f32(static_cast<const uint16_t*>(t.data)[j]));
+  }
+  return backend_.upload_f32(all, "bias vector");
+}
+
+DType choose_weight_dtype(const ModelDir& dir, const LoadOptions& opts, DType* checkpoint_dtype) {
+  std::map<DType, size_t> bytes;
+  for (const auto& [name, t] : dir.tensors())
+    if (t.dtype_known) bytes[t.dtype] += t.nbytes;
+  DType ck = DType::f32;
+  size_t best = 0;
+  for (auto [dt, n] : bytes)
+    if (n > best) best = n, ck = dt;
+  if (checkpoint_dtype) *checkpoint_dtype = ck;
+  if (opts.dtype == "auto" || opts.dtype.empty()) return ck == DType::bf16 ? DType::bf16 : DType::f32;
+  if (opts.dtype == "f32" || opts.dtype == "float32") return DType::f32;
+  if (opts.dtype == "bf16" || opts.dtype == "bfloat16") return DType::bf16;
+  fail_arg("unknown dtype '" + opts.dtype + "' (expected auto, f32 or bf16)");
+}
+
+std::vector<int> read_eos_ids(const ModelDir& dir) {
+  std::vector<int> ids;
+  auto add = [&](const nlohmann::json& j) {
+    if (j.is_number_integer()) {
+      ids.push_back(j.get<int>());
+    } else if (j.is_array()) {
+      for (const auto& e : j)
+        if (e.is_number_integer()) ids.push_back(e.get<int>());
+    }
+  };
+  if (dir.config().contains("eos_token_id")) add(dir.config()["eos_token_id"]);
+  if (dir.generation_config().contains("eos_token_id")) add(dir.generation_config()["eos_token_id"]);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+}  // namespace tessera

@@ -1,0 +1,89 @@
+// The decoder-only transformer that Gemma 3 and the Llama family share: weights in one struct
+// per layer and a single forward over a ragged batch, built from backend ops. Architecture files
+// (gemma3.cpp, llama_family.cpp) read their config, fill a DecoderSpec and load the weights with
+// WeightLoader; the differences between families are fields here, not branches in those files.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/model.h"
+
+namespace tessera {
+
+struct DecoderSpec {
+  int hidden = 0, heads = 0, kv_heads = 0, head_dim = 0, intermediate = 0, vocab = 0;
+  float eps = 1e-6f;
+  float attn_scale = 1.0f;     // Gemma 3: query_pre_attn_scalar ** -0.5
+  float attn_softcap = 0.0f;   // 0: none
+  float final_softcap = 0.0f;  // 0: none
+  Activation act = Activation::silu;
+  // Gemma: post-attention and post-feedforward norms on the sublayer outputs ("sandwich"),
+  // pre-feedforward norm before the MLP. Llama: the post_attention_layernorm is the pre-MLP norm.
+  bool sandwich_norms = false;
+  float embed_scale = 1.0f;
+  bool embed_scale_in_weight_dtype = false;  // Gemma rounds the scale and product to bf16
+};
+
+struct DecoderLayer {
+  DeviceArray input_norm, pre_ff_norm;        // always present
+  DeviceArray post_attn_norm, post_ff_norm;   // sandwich_norms only
+  DeviceArray q_norm, k_norm;                 // per-head q/k RMSNorm (Gemma 3, Qwen 3), optional
+  DeviceArray qkv_bias;                       // Qwen 2, optional
+  std::unique_ptr<Weight> qkv, o, gate_up, down;
+  DeviceArray inv_freq;  // [head_dim / 2]
+  int window = 0;        // 0: full attention
+  int kv_group = 0;
+};
+
+class DecoderModel : public Model {
+ public:
+  void forward(const HostBatch& b, std::span<const KvLayerView> kv, float* logits) override;
+
+ protected:
+  explicit DecoderModel(ComputeBackend& backend) : Model(backend) {}
+  // Fills kv_spec_ from the layers' windows and info_ dimensions; call after loading.
+  void finish_setup(DType kv_dtype);
+
+  DecoderSpec spec_;
+  std::unique_ptr<Weight> embed_;    // [vocab, hidden]
+  std::unique_ptr<Weight> lm_head_;  // null when tied to embed_
+  DeviceArray final_norm_;
+  std::vector<DecoderLayer> layers_;
+};
+
+// Loads weights by canonical name with the shape the config implies, and names the tensor and
+// the config key when they disagree.
+class WeightLoader {
+ public:
+  WeightLoader(ModelDir& dir, ComputeBackend& backend, DType weight_dtype)
+      : dir_(dir), backend_(backend), dtype_(weight_dtype) {}
+
+  // Stacks the named [rows_i, cols] matrices (e.g. q, k, v) into one weight.
+  std::unique_ptr<Weight> matrix(const std::vector<std::string>& names,
+                                 const std::vector<int64_t>& rows, int64_t cols);
+  // A [n] vector as f32, plus `add` (Gemma folds its (1 + w) here).
+  DeviceArray vector(const std::string& name, int64_t n, float add = 0.0f);
+  // Several [n_i] vectors concatenated (q, k, v biases).
+  DeviceArray vectors(const std::vector<std::string>& names, const std::vector<int64_t>& n);
+  bool has(const std::string& name) const { return dir_.has(name); }
+
+  int64_t parameters() const { return params_; }
+
+ private:
+  const TensorInfo& take_checked(const std::string& name, const std::vector<int64_t>& shape);
+  ModelDir& dir_;
+  ComputeBackend& backend_;
+  DType dtype_;
+  int64_t params_ = 0;
+};
+
+// The weight dtype for a load: "auto" keeps the checkpoint's (f16 becomes f32), or forces one.
+DType choose_weight_dtype(const ModelDir& dir, const LoadOptions& opts, DType* checkpoint_dtype);
+
+// EOS ids from config.json and generation_config.json (an int or a list in either), merged.
+std::vector<int> read_eos_ids(const ModelDir& dir);
+
+}  // namespace tessera

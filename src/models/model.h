@@ -1,0 +1,62 @@
+// What every architecture file provides: its description (ModelInfo), the KV layout it needs
+// (KvSpec) and one forward over a ragged batch. Architecture files register themselves in
+// registry.cpp (one line each).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "io/model_dir.h"
+#include "tessera/model_info.h"
+
+namespace tessera {
+
+
+// The paged KV cache layout a model needs: layers with the same attention window share a group
+// (and its block tables); window 0 means full attention.
+struct KvSpec {
+  int num_kv_heads = 0, head_dim = 0;
+  DType dtype = DType::f32;
+  std::vector<int> group_window;  // per group
+  std::vector<int> layer_group;   // per layer
+};
+
+struct LoadOptions {
+  std::string dtype = "auto";  // auto (the checkpoint's; f16 -> f32 on the CPU), f32, bf16
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  const ModelInfo& info() const { return info_; }
+  const KvSpec& kv_spec() const { return kv_spec_; }
+  ComputeBackend& backend() const { return *backend_; }
+  void set_architecture(const std::string& a) { info_.architecture = a; }
+
+  // Runs the batch: writes every new token's K/V into `kv` (one view per layer) and the logits
+  // of b.logit_rows into `logits` ([R, vocab] f32, host memory). The caller has allocated the
+  // blocks that b's slot mappings name.
+  virtual void forward(const HostBatch& b, std::span<const KvLayerView> kv, float* logits) = 0;
+
+ protected:
+  explicit Model(ComputeBackend& backend) : backend_(&backend) {}
+  ModelInfo info_;
+  KvSpec kv_spec_;
+  ComputeBackend* backend_;
+};
+
+using ModelFactory =
+    std::function<std::unique_ptr<Model>(ModelDir&, ComputeBackend&, const LoadOptions&)>;
+
+// Picks the architecture by config.json's "architectures" (then "model_type") and loads it.
+// Throws Error naming the file, key or tensor on any problem.
+std::unique_ptr<Model> load_model(ModelDir& dir, ComputeBackend& backend, const LoadOptions& opts);
+
+// Names the registry knows (for messages and `tessera info`).
+std::vector<std::string> known_architectures();
+
+}  // namespace tessera

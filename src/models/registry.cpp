@@ -1,0 +1,64 @@
+// The architecture registry: one line per model file. (A table rather than self-registering
+// statics, which a static library would silently drop.)
+#include <algorithm>
+
+#include "core/check.h"
+#include "models/model.h"
+
+namespace tessera {
+
+std::unique_ptr<Model> make_gemma3(ModelDir&, ComputeBackend&, const LoadOptions&);
+
+namespace {
+
+struct Entry {
+  std::vector<std::string> architectures, model_types;
+  ModelFactory factory;
+};
+
+const std::vector<Entry>& entries() {
+  static const std::vector<Entry> e = {
+      {{"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"}, {"gemma3_text", "gemma3"}, make_gemma3},
+  };
+  return e;
+}
+
+}  // namespace
+
+std::vector<std::string> known_architectures() {
+  std::vector<std::string> out;
+  for (const auto& e : entries()) out.insert(out.end(), e.architectures.begin(), e.architectures.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::unique_ptr<Model> load_model(ModelDir& dir, ComputeBackend& backend, const LoadOptions& opts) {
+  const auto& cfg = dir.config();
+  std::vector<std::string> archs;
+  if (cfg.contains("architectures") && cfg["architectures"].is_array())
+    for (const auto& a : cfg["architectures"])
+      if (a.is_string()) archs.push_back(a.get<std::string>());
+  std::string model_type = cfg.contains("model_type") && cfg["model_type"].is_string()
+                               ? cfg["model_type"].get<std::string>()
+                               : "";
+  auto build = [&](const Entry& e, const std::string& arch) {
+    auto m = e.factory(dir, backend, opts);
+    m->set_architecture(arch);
+    return m;
+  };
+  for (const auto& a : archs)
+    for (const auto& e : entries())
+      if (std::find(e.architectures.begin(), e.architectures.end(), a) != e.architectures.end())
+        return build(e, a);
+  if (archs.empty() && !model_type.empty())
+    for (const auto& e : entries())
+      if (std::find(e.model_types.begin(), e.model_types.end(), model_type) != e.model_types.end())
+        return build(e, e.architectures.front());
+  std::string names;
+  for (const auto& a : known_architectures()) names += (names.empty() ? "" : ", ") + a;
+  std::string got = archs.empty() ? "model_type '" + model_type + "'" : "architecture '" + archs[0] + "'";
+  fail(ErrorKind::unsupported,
+       dir.config_path() + ": unknown " + got + " (tessera supports " + names + ")");
+}
+
+}  // namespace tessera

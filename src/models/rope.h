@@ -1,0 +1,31 @@
+// Rotary-embedding frequencies from a config, in both of transformers' forms: the legacy
+// rope_theta / rope_scaling (and Gemma 3's rope_local_base_freq for sliding layers) and the
+// transformers-5 rope_parameters (flat, or keyed by layer type). ref: transformers
+// modeling_rope_utils (_compute_default / _compute_linear_scaling / _compute_llama3_parameters).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "io/model_dir.h"
+
+namespace tessera {
+
+struct RopeParams {
+  std::string type = "default";  // default, linear, llama3
+  double theta = 10000.0;
+  double factor = 1.0;
+  double low_freq_factor = 1.0, high_freq_factor = 4.0;
+  double original_max_position_embeddings = 8192;
+};
+
+// The parameters for a layer of `layer_type`; `legacy_local_theta` (> 0) is Gemma 3's
+// rope_local_base_freq, used for sliding layers when the config has the legacy form.
+RopeParams rope_params_for(const ConfigReader& cfg, const std::string& layer_type,
+                           double default_theta, double legacy_local_theta);
+
+// inv_freq [head_dim / 2] in fp32 as transformers computes it.
+std::vector<float> rope_inv_freq(const RopeParams& p, int head_dim);
+
+}  // namespace tessera

@@ -1,0 +1,41 @@
+// Shared pieces of the tessera CLI: every subcommand file defines add_<name>_command(), which
+// main.cpp calls (one line per command).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "io/model_dir.h"
+#include "models/model.h"
+
+namespace tessera::cli {
+
+// "2,17,99" -> ids; throws Error(invalid_argument) naming the bad element.
+std::vector<int32_t> parse_id_list(const std::string& s, const char* option);
+
+// A loaded model with its backend, for commands that run one.
+struct LoadedModel {
+  std::unique_ptr<ComputeBackend> backend;
+  std::unique_ptr<ModelDir> dir;
+  std::unique_ptr<Model> model;
+};
+// device: auto | cpu | cuda
+LoadedModel load(const std::string& dir, const std::string& device, const std::string& dtype);
+std::unique_ptr<ComputeBackend> make_backend(const std::string& device);
+
+// Runs a command body, turning tessera::Error and other exceptions into a one-line message on
+// stderr and exit status 1.
+int guarded(const std::function<int()>& body);
+// The process exit status: subcommand callbacks run inside CLI11's parse and record it here.
+int exit_code();
+void run_command(const std::function<int()>& body);  // exit_code() = guarded(body)
+
+void add_info_command(CLI::App& app);
+void add_logits_command(CLI::App& app);
+void add_make_model_command(CLI::App& app);
+
+}  // namespace tessera::cli

@@ -1,0 +1,73 @@
+// tessera info --model DIR [--json]: architecture, layers, sizes, dtypes, parameters, bytes.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli.h"
+
+namespace tessera::cli {
+
+void add_info_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("info", "describe a model directory");
+  struct Args {
+    std::string model, dtype = "auto";
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("--model", a->model, "Hugging Face model directory")->required();
+  cmd->add_option("--dtype", a->dtype, "weight dtype in memory: auto | f32 | bf16");
+  cmd->add_flag("--json", a->json, "print one JSON object");
+  cmd->callback([a] {
+    run_command([&] {
+      LoadedModel m = load(a->model, "cpu", a->dtype);
+      const ModelInfo& in = m.model->info();
+      const KvSpec& kv = m.model->kv_spec();
+      int sliding = 0;
+      for (const auto& t : in.layer_types) sliding += t == "sliding_attention";
+      const size_t kv_per_token = 2ull * in.num_layers * kv.num_kv_heads * kv.head_dim * dtype_size(kv.dtype);
+      nlohmann::json j = {
+          {"architecture", in.architecture},
+          {"model_type", in.model_type},
+          {"layers", in.num_layers},
+          {"layer_types", in.layer_types},
+          {"sliding_layers", sliding},
+          {"full_layers", in.num_layers - sliding},
+          {"sliding_window", in.sliding_window},
+          {"hidden_size", in.hidden_size},
+          {"intermediate_size", in.intermediate_size},
+          {"num_attention_heads", in.num_heads},
+          {"num_key_value_heads", in.num_kv_heads},
+          {"head_dim", in.head_dim},
+          {"vocab_size", in.vocab_size},
+          {"max_position_embeddings", in.max_position_embeddings},
+          {"tied_embeddings", in.tied_embeddings},
+          {"checkpoint_dtype", dtype_name(in.checkpoint_dtype)},
+          {"weight_dtype", dtype_name(in.weight_dtype)},
+          {"parameters", in.parameter_count},
+          {"weight_bytes", in.weight_bytes},
+          {"kv_bytes_per_token", kv_per_token},
+          {"eos_token_ids", in.eos_token_ids},
+      };
+      if (a->json) {
+        std::printf("%s\n", j.dump().c_str());
+      } else {
+        std::printf("architecture      %s (%s)\n", in.architecture.c_str(), in.model_type.c_str());
+        std::printf("layers            %d (%d sliding, window %d; %d full)\n", in.num_layers,
+                    sliding, in.sliding_window, in.num_layers - sliding);
+        std::printf("hidden            %d, intermediate %d\n", in.hidden_size, in.intermediate_size);
+        std::printf("attention heads   %d q, %d kv, head_dim %d\n", in.num_heads, in.num_kv_heads,
+                    in.head_dim);
+        std::printf("vocabulary        %d%s\n", in.vocab_size, in.tied_embeddings ? " (tied head)" : "");
+        std::printf("context           %d positions\n", in.max_position_embeddings);
+        std::printf("dtype             %s on disk, %s in memory\n", dtype_name(in.checkpoint_dtype),
+                    dtype_name(in.weight_dtype));
+        std::printf("parameters        %lld\n", static_cast<long long>(in.parameter_count));
+        std::printf("weights           %s\n", format_bytes(in.weight_bytes).c_str());
+        std::printf("KV cache          %s per token (full-attention layers; sliding layers hold at most the window)\n",
+                    format_bytes(kv_per_token).c_str());
+      }
+      return 0;
+    });
+  });
+}
+
+}  // namespace tessera::cli
