@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -121,6 +122,48 @@ struct HostBatch {
   int num_seqs() const { return static_cast<int>(seq_q_len.size()); }
 };
 
+// Sampling parameters of one logits row. The chain, in order: penalties (repetition as in
+// transformers: divide positive logits, multiply negative ones; presence and frequency as
+// OpenAI: subtract), suppression (-inf for the listed ids, e.g. EOS before min_tokens),
+// temperature (0: argmax of the penalised logits, lowest id on ties), top-k, top-p, min-p, then
+// the pick. The pick is deterministic given one uniform u = uniform(seed, step) in [0, 1): the
+// kept tokens are walked in ascending id order and the first whose running probability sum
+// exceeds u * (kept total) wins, so that every backend picks the same token from the same
+// distribution. sample_uniform() is defined in core/rng.h.
+// Logprobs are log_softmax of the raw logits (before penalties and temperature), as OpenAI and
+// vLLM report them.
+struct SampleParams {
+  float temperature = 0.0f;
+  int top_k = 0;        // 0: off
+  float top_p = 1.0f;   // 1: off
+  float min_p = 0.0f;   // 0: off
+  uint64_t seed = 0, step = 0;
+  float repetition_penalty = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f;
+  // Repetition penalty over the distinct ids in [rep_begin, rep_begin + rep_count) of
+  // SampleBatch::penalty_ids (prompt and output, as transformers and vLLM); presence and
+  // frequency over [freq_begin, freq_begin + freq_count) with their counts (output only, as
+  // OpenAI).
+  int rep_begin = 0, rep_count = 0;
+  int freq_begin = 0, freq_count = 0;
+  int suppress_begin = 0, suppress_count = 0;  // range in SampleBatch::suppress_ids
+  bool logprobs = false;
+  int top_logprobs = 0;
+};
+
+struct SampleBatch {
+  std::vector<SampleParams> rows;
+  std::vector<int32_t> penalty_ids, penalty_counts;  // distinct tokens seen so far and how often
+  std::vector<int32_t> suppress_ids;
+};
+
+struct SampleOutput {
+  std::vector<int32_t> ids;         // [R]
+  std::vector<float> logprobs;      // [R] the chosen token's (when any row asks)
+  int top_n = 0;                    // max top_logprobs over rows
+  std::vector<int32_t> top_ids;     // [R, top_n], most likely first
+  std::vector<float> top_logprobs;  // [R, top_n]
+};
+
 class ComputeBackend {
  public:
   virtual ~ComputeBackend() = default;
@@ -146,7 +189,16 @@ class ComputeBackend {
   virtual Tensor scratch(int64_t rows, int64_t cols, DType dt) = 0;
 
   // Copies a HostBatch's arrays to the device; the view stays valid until the next upload().
+  // A backend may pad the batch (more tokens, sequences or logit rows than `b` has: padding rows
+  // come after the real ones and write no KV a real sequence reads), so model files size
+  // everything from the returned view.
   virtual BatchView upload(const HostBatch& b) = 0;
+
+  // Runs `ops`, which issue this backend's ops for one forward of batch `b`. A backend may
+  // capture them once per batch shape and replay the capture later instead of calling `ops`
+  // (CUDA graphs); everything the ops touch must then sit at the same device addresses on every
+  // forward of that shape (scratch taken in the same order, uploaded batches, weights, KV).
+  virtual void run_forward(const BatchView& b, const std::function<void()>& ops) { ops(); }
 
   // --- ops ---
   // out[t] = table[ids[t]] * scale. With round_to_table_dtype (Gemma's embed_scale), the scale
@@ -181,6 +233,10 @@ class ComputeBackend {
   virtual void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out) = 0;
   // x = tanh(x / cap) * cap, in place (f32).
   virtual void softcap(Tensor x, float cap) = 0;
+
+  // Picks one token per logits row (the sampler chain, see SampleParams) and fills `out` in
+  // host memory; only ids and the requested logprobs leave the device.
+  virtual void sample(Tensor logits, const SampleBatch& batch, SampleOutput& out) = 0;
 };
 
 // The CPU backend (always available) and, when built with CUDA and a GPU is present, the CUDA one.

@@ -49,7 +49,8 @@ std::vector<std::vector<std::vector<float>>> DirectRunner::step(
   }
   HostBatch b = build_batch(pool_, entries);
   std::vector<float> logits(static_cast<size_t>(b.logit_rows.size()) * vocab);
-  model_.forward(b, pool_.layers(), logits.data());
+  Tensor lg = model_.forward(b, pool_.layers());
+  model_.backend().copy_to_host(logits.data(), lg.data, logits.size() * sizeof(float));
   std::vector<std::vector<std::vector<float>>> out(new_tokens.size());
   size_t row = 0;
   for (size_t i = 0; i < new_tokens.size(); ++i) {

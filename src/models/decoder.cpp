@@ -27,12 +27,12 @@ void DecoderModel::finish_setup(DType kv_dtype) {
                                      " distinct attention windows are not supported");
 }
 
-void DecoderModel::forward(const HostBatch& hb, std::span<const KvLayerView> kv, float* logits) {
+Tensor DecoderModel::forward(const HostBatch& hb, std::span<const KvLayerView> kv) {
   ComputeBackend& be = *backend_;
   const DecoderSpec& s = spec_;
-  const int T = hb.num_tokens();
-  TS_ASSERT(T > 0 && kv.size() == layers_.size());
+  TS_ASSERT(hb.num_tokens() > 0 && kv.size() == layers_.size());
   const BatchView b = be.upload(hb);
+  const int T = b.num_tokens, R = b.num_logit_rows;  // the backend's (possibly padded) sizes
   be.scratch_reset();
   const DType act = be.act_dtype();
   const int qkv_cols = (s.heads + 2 * s.kv_heads) * s.head_dim;
@@ -43,38 +43,40 @@ void DecoderModel::forward(const HostBatch& hb, std::span<const KvLayerView> kv,
   Tensor o = be.scratch(T, s.hidden, act);
   Tensor gu = be.scratch(T, 2LL * s.intermediate, act);
   Tensor a = be.scratch(T, s.intermediate, act);
+  Tensor xr = be.scratch(std::max(R, 1), s.hidden, DType::f32);
+  Tensor hr = be.scratch(std::max(R, 1), s.hidden, act);
+  Tensor lg = be.scratch(std::max(R, 1), s.vocab, DType::f32);
 
-  be.embed(*embed_, b.tokens, T, s.embed_scale, s.embed_scale_in_weight_dtype, x);
-  be.rms_norm(x, layers_[0].input_norm.view, s.eps, h);
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    const DecoderLayer& L = layers_[l];
-    const Tensor* bias = L.qkv_bias.buffer ? &L.qkv_bias.view : nullptr;
-    be.linear(h, *L.qkv, bias, qkv);
-    be.qk_norm_rope(qkv, s.heads, s.kv_heads, s.head_dim, L.q_norm.buffer ? &L.q_norm.view : nullptr,
-                    L.k_norm.buffer ? &L.k_norm.view : nullptr, s.eps, b.positions, L.inv_freq.view);
-    be.kv_store(qkv, s.heads, s.kv_heads, s.head_dim, kv[l], b.groups[L.kv_group].slot_mapping);
-    be.attention(qkv, s.heads, s.kv_heads, s.head_dim, kv[l], b, L.kv_group, s.attn_scale, L.window,
-                 s.attn_softcap, attn);
-    be.linear(attn, *L.o, nullptr, o);
-    be.add_rms_norm(x, o, s.sandwich_norms ? &L.post_attn_norm.view : nullptr, &L.pre_ff_norm.view,
-                    s.eps, h);
-    be.linear(h, *L.gate_up, nullptr, gu);
-    be.gated_act(gu, s.act, a);
-    be.linear(a, *L.down, nullptr, o);
-    const Tensor* next_norm = l + 1 < layers_.size() ? &layers_[l + 1].input_norm.view : nullptr;
-    be.add_rms_norm(x, o, s.sandwich_norms ? &L.post_ff_norm.view : nullptr, next_norm, s.eps, h);
-  }
-
-  const int R = b.num_logit_rows;
-  if (R == 0) return;
-  Tensor xr = be.scratch(R, s.hidden, DType::f32);
-  be.gather_rows(x, b.logit_rows, R, xr);
-  Tensor hr = be.scratch(R, s.hidden, act);
-  be.rms_norm(xr, final_norm_.view, s.eps, hr);
-  Tensor lg = be.scratch(R, s.vocab, DType::f32);
-  be.linear(hr, lm_head_ ? *lm_head_ : *embed_, nullptr, lg);
-  if (s.final_softcap > 0) be.softcap(lg, s.final_softcap);
-  be.copy_to_host(logits, lg.data, static_cast<size_t>(R) * s.vocab * sizeof(float));
+  be.run_forward(b, [&] {
+    be.embed(*embed_, b.tokens, T, s.embed_scale, s.embed_scale_in_weight_dtype, x);
+    be.rms_norm(x, layers_[0].input_norm.view, s.eps, h);
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      const DecoderLayer& L = layers_[l];
+      const Tensor* bias = L.qkv_bias.buffer ? &L.qkv_bias.view : nullptr;
+      be.linear(h, *L.qkv, bias, qkv);
+      be.qk_norm_rope(qkv, s.heads, s.kv_heads, s.head_dim,
+                      L.q_norm.buffer ? &L.q_norm.view : nullptr,
+                      L.k_norm.buffer ? &L.k_norm.view : nullptr, s.eps, b.positions,
+                      L.inv_freq.view);
+      be.kv_store(qkv, s.heads, s.kv_heads, s.head_dim, kv[l], b.groups[L.kv_group].slot_mapping);
+      be.attention(qkv, s.heads, s.kv_heads, s.head_dim, kv[l], b, L.kv_group, s.attn_scale,
+                   L.window, s.attn_softcap, attn);
+      be.linear(attn, *L.o, nullptr, o);
+      be.add_rms_norm(x, o, s.sandwich_norms ? &L.post_attn_norm.view : nullptr,
+                      &L.pre_ff_norm.view, s.eps, h);
+      be.linear(h, *L.gate_up, nullptr, gu);
+      be.gated_act(gu, s.act, a);
+      be.linear(a, *L.down, nullptr, o);
+      const Tensor* next_norm = l + 1 < layers_.size() ? &layers_[l + 1].input_norm.view : nullptr;
+      be.add_rms_norm(x, o, s.sandwich_norms ? &L.post_ff_norm.view : nullptr, next_norm, s.eps, h);
+    }
+    if (R == 0) return;
+    be.gather_rows(x, b.logit_rows, R, xr);
+    be.rms_norm(xr, final_norm_.view, s.eps, hr);
+    be.linear(hr, lm_head_ ? *lm_head_ : *embed_, nullptr, lg);
+    if (s.final_softcap > 0) be.softcap(lg, s.final_softcap);
+  });
+  return lg.rows_from(0, R);
 }
 
 const TensorInfo& WeightLoader::take_checked(const std::string& name,

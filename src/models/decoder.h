@@ -40,7 +40,7 @@ struct DecoderLayer {
 
 class DecoderModel : public Model {
  public:
-  void forward(const HostBatch& b, std::span<const KvLayerView> kv, float* logits) override;
+  Tensor forward(const HostBatch& b, std::span<const KvLayerView> kv) override;
 
  protected:
   explicit DecoderModel(ComputeBackend& backend) : Model(backend) {}

@@ -37,10 +37,11 @@ class Model {
   ComputeBackend& backend() const { return *backend_; }
   void set_architecture(const std::string& a) { info_.architecture = a; }
 
-  // Runs the batch: writes every new token's K/V into `kv` (one view per layer) and the logits
-  // of b.logit_rows into `logits` ([R, vocab] f32, host memory). The caller has allocated the
-  // blocks that b's slot mappings name.
-  virtual void forward(const HostBatch& b, std::span<const KvLayerView> kv, float* logits) = 0;
+  // Runs the batch: writes every new token's K/V into `kv` (one view per layer) and returns the
+  // logits of b.logit_rows ([R, vocab] f32 in device memory, valid until the next forward;
+  // rows == 0 when none were asked for). The caller has allocated the blocks that b's slot
+  // mappings name.
+  virtual Tensor forward(const HostBatch& b, std::span<const KvLayerView> kv) = 0;
 
  protected:
   explicit Model(ComputeBackend& backend) : backend_(&backend) {}

@@ -163,6 +163,9 @@ class CpuBackend final : public ComputeBackend {
                   static_cast<size_t>(x.cols) * dtype_size(x.dtype));
   }
   void softcap(Tensor x, float cap) override { cpu::softcap(x, cap); }
+  void sample(Tensor logits, const SampleBatch& batch, SampleOutput& out) override {
+    cpu::sample(logits, batch, out);
+  }
 
  private:
   std::vector<HostBuffer> chunks_;

@@ -35,6 +35,7 @@ void attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv, const
                int group, float scale, int window, float softcap, Tensor out);
 void gated_act(Tensor gate_up, Activation act, Tensor out);
 void softcap(Tensor x, float cap);
+void sample(Tensor logits, const SampleBatch& batch, SampleOutput& out);
 
 // Element access helpers for kernels that accept f32 or bf16 tensors.
 inline float load_elem(const void* base, DType dt, int64_t i) {
