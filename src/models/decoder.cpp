@@ -61,7 +61,7 @@ Tensor DecoderModel::forward(const HostBatch& hb, std::span<const KvLayerView> k
       be.kv_store(qkv, s.heads, s.kv_heads, s.head_dim, kv[l], b.groups[L.kv_group].slot_mapping);
       be.attention(qkv, s.heads, s.kv_heads, s.head_dim, kv[l], b, L.kv_group, s.attn_scale,
                    L.window, s.attn_softcap, attn);
-      be.linear(attn, *L.o, nullptr, o);
+      be.linear(attn, *L.o, L.o_bias.buffer ? &L.o_bias.view : nullptr, o);
       be.add_rms_norm(x, o, s.sandwich_norms ? &L.post_attn_norm.view : nullptr,
                       &L.pre_ff_norm.view, s.eps, h);
       be.linear(h, *L.gate_up, nullptr, gu);
@@ -141,6 +141,8 @@ DType choose_weight_dtype(const ModelDir& dir, const LoadOptions& opts, DType* c
 }
 
 std::vector<int> read_eos_ids(const ModelDir& dir) {
+  // generation_config.json's list is what transformers' generate() stops on; config.json's is
+  // the fallback when there is none.
   std::vector<int> ids;
   auto add = [&](const nlohmann::json& j) {
     if (j.is_number_integer()) {
@@ -150,8 +152,8 @@ std::vector<int> read_eos_ids(const ModelDir& dir) {
         if (e.is_number_integer()) ids.push_back(e.get<int>());
     }
   };
-  if (dir.config().contains("eos_token_id")) add(dir.config()["eos_token_id"]);
   if (dir.generation_config().contains("eos_token_id")) add(dir.generation_config()["eos_token_id"]);
+  if (ids.empty() && dir.config().contains("eos_token_id")) add(dir.config()["eos_token_id"]);
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;

@@ -8,6 +8,10 @@
 namespace tessera {
 
 std::unique_ptr<Model> make_gemma3(ModelDir&, ComputeBackend&, const LoadOptions&);
+std::unique_ptr<Model> make_llama(ModelDir&, ComputeBackend&, const LoadOptions&);
+std::unique_ptr<Model> make_mistral(ModelDir&, ComputeBackend&, const LoadOptions&);
+std::unique_ptr<Model> make_qwen2(ModelDir&, ComputeBackend&, const LoadOptions&);
+std::unique_ptr<Model> make_qwen3(ModelDir&, ComputeBackend&, const LoadOptions&);
 
 namespace {
 
@@ -19,6 +23,10 @@ struct Entry {
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> e = {
       {{"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"}, {"gemma3_text", "gemma3"}, make_gemma3},
+      {{"LlamaForCausalLM"}, {"llama"}, make_llama},
+      {{"MistralForCausalLM"}, {"mistral"}, make_mistral},
+      {{"Qwen2ForCausalLM"}, {"qwen2"}, make_qwen2},
+      {{"Qwen3ForCausalLM"}, {"qwen3"}, make_qwen3},
   };
   return e;
 }
