@@ -53,6 +53,9 @@ KvPool::KvPool(ComputeBackend& backend, const KvSpec& spec, const KvPoolOptions&
                                          " holds no block for a group of " +
                                          std::to_string(layers_in[g]) + " layers");
     G.refs.assign(G.num_blocks, 0);
+    G.hash.assign(G.num_blocks, 0);
+    G.in_cache.assign(G.num_blocks, 0);
+    G.evict_pos.resize(G.num_blocks);
     G.free.resize(G.num_blocks);
     for (int i = 0; i < G.num_blocks; ++i) G.free[i] = G.num_blocks - 1 - i;  // hand out 0 first
   }
@@ -86,24 +89,65 @@ int KvPool::used_blocks_all() const {
   return n;
 }
 
+int KvPool::total_blocks_all() const {
+  int n = 0;
+  for (int g = 0; g < num_groups(); ++g) n += total_blocks(g);
+  return n;
+}
+
 int KvPool::allocate(int g) {
   Group& G = groups_[g];
-  if (G.free.empty()) return -1;
-  int b = G.free.back();
-  G.free.pop_back();
+  int b;
+  if (!G.free.empty()) {
+    b = G.free.back();
+    G.free.pop_back();
+  } else if (!G.evictable.empty()) {
+    b = G.evictable.front();
+    G.evictable.pop_front();
+    G.cache.erase(G.hash[b]);
+    G.in_cache[b] = 0;
+  } else {
+    return -1;
+  }
   G.refs[b] = 1;
   return b;
 }
 
 void KvPool::retain(int g, int block) {
-  TS_ASSERT(groups_[g].refs[block] > 0);
-  ++groups_[g].refs[block];
+  Group& G = groups_[g];
+  if (G.refs[block] == 0) {
+    TS_ASSERT(G.in_cache[block]);
+    G.evictable.erase(G.evict_pos[block]);
+  }
+  ++G.refs[block];
 }
 
 void KvPool::release(int g, int block) {
   Group& G = groups_[g];
   TS_ASSERT(G.refs[block] > 0);
-  if (--G.refs[block] == 0) G.free.push_back(block);
+  if (--G.refs[block] > 0) return;
+  if (G.in_cache[block]) {
+    G.evict_pos[block] = G.evictable.insert(G.evictable.end(), block);
+  } else {
+    G.free.push_back(block);
+  }
+}
+
+void KvPool::register_block(int g, int block, uint64_t hash) {
+  Group& G = groups_[g];
+  TS_ASSERT(G.refs[block] > 0);
+  if (G.in_cache[block] || G.cache.count(hash)) return;
+  G.cache.emplace(hash, block);
+  G.hash[block] = hash;
+  G.in_cache[block] = 1;
+}
+
+int KvPool::lookup(int g, uint64_t hash) {
+  Group& G = groups_[g];
+  auto it = G.cache.find(hash);
+  if (it == G.cache.end()) return -1;
+  retain(g, it->second);
+  return it->second;
 }
 
 SequenceKv::SequenceKv(KvPool& pool) : pool_(pool), tables_(pool.num_groups()) {}
@@ -151,9 +195,10 @@ bool SequenceKv::reserve(int n) {
   return true;
 }
 
-void SequenceKv::adopt_block(int g, int block) {
-  pool_.retain(g, block);
-  tables_[g].push_back(block);
+void SequenceKv::adopt_prefix(std::vector<std::vector<int>> tables, int length) {
+  TS_ASSERT(length_ == 0 && tables.size() == tables_.size());
+  tables_ = std::move(tables);
+  length_ = length;
 }
 
 }  // namespace tessera

@@ -9,11 +9,17 @@
 // smaller, and full-attention groups the rest.
 //
 // Blocks are reference counted so that prefix sharing can map one block into several sequences.
+// Prefix cache: a full block can be registered under the hash of its tokens and every token
+// before it (a hash chain); a later sequence with the same prefix adopts it instead of computing
+// it again. A registered block whose last user is done stays cached but evictable: allocate()
+// takes never-used blocks first, then evicts the least recently released cached block.
 #pragma once
 
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
@@ -37,9 +43,14 @@ class KvPool {
   int num_groups() const { return static_cast<int>(groups_.size()); }
   int group_window(int g) const { return groups_[g].window; }
   int total_blocks(int g) const { return groups_[g].num_blocks; }
-  int free_blocks(int g) const { return static_cast<int>(groups_[g].free.size()); }
-  int used_blocks(int g) const { return total_blocks(g) - free_blocks(g); }
+  // Blocks allocate() can hand out: never used or cached-but-unreferenced.
+  int free_blocks(int g) const {
+    return static_cast<int>(groups_[g].free.size() + groups_[g].evictable.size());
+  }
+  int used_blocks(int g) const { return total_blocks(g) - free_blocks(g); }  // referenced
+  int cached_blocks(int g) const { return static_cast<int>(groups_[g].cache.size()); }
   int used_blocks_all() const;
+  int total_blocks_all() const;
   size_t bytes() const { return bytes_; }
   std::span<const KvLayerView> layers() const { return layers_; }
 
@@ -52,12 +63,24 @@ class KvPool {
   void release(int g, int block);
   int ref_count(int g, int block) const { return groups_[g].refs[block]; }
 
+  // Prefix cache. register_block: `block` (full, referenced) holds the tokens whose chain hash is
+  // `hash`; a hash already cached keeps its first block. lookup: the cached block for `hash`, or
+  // -1; a hit is retained for the caller.
+  void register_block(int g, int block, uint64_t hash);
+  int lookup(int g, uint64_t hash);
+  bool is_cached(int g, uint64_t hash) const { return groups_[g].cache.count(hash) != 0; }
+
  private:
   struct Group {
     int window = 0;
     int num_blocks = 0;
-    std::vector<int> free;  // LIFO free list
+    std::vector<int> free;  // LIFO list of never-cached free blocks
     std::vector<int> refs;
+    std::vector<uint64_t> hash;  // per block, valid when in_cache
+    std::vector<char> in_cache;
+    std::unordered_map<uint64_t, int> cache;
+    std::list<int> evictable;  // cached blocks with no reference, least recently released first
+    std::vector<std::list<int>::iterator> evict_pos;
   };
   ComputeBackend& backend_;
   KvSpec spec_;
@@ -83,9 +106,9 @@ class SequenceKv {
   bool reserve(int n);
   void release_all();
   const std::vector<int>& table(int g) const { return tables_[g]; }
-  // Appends block ids for prefix sharing (group g, full blocks holding positions from length()).
-  void adopt_block(int g, int block);
-  void set_length(int n) { length_ = n; }
+  // Takes over already-retained blocks for positions [0, length): per group, one entry per
+  // logical block (-1 where a sliding group needs none). The sequence must be empty.
+  void adopt_prefix(std::vector<std::vector<int>> tables, int length);
 
  private:
   void drop_out_of_window(int first_new_pos);

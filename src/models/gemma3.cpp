@@ -8,7 +8,8 @@
 // - attention scale query_pre_attn_scalar ** -0.5, not head_dim ** -0.5;
 // - sliding-window layers (from layer_types, or every layer but each sliding_window_pattern-th)
 //   with their own rope base; global layers with rope_theta and optional linear scaling;
-// - gelu-tanh gated MLP; optional attention and final logit softcapping.
+// - gelu-tanh gated MLP; optional final logit softcapping (attention softcapping is configured
+//   but unused by transformers' Gemma 3, see below).
 #include <cmath>
 
 #include "core/check.h"
@@ -42,6 +43,8 @@ class Gemma3Model final : public DecoderModel {
     if (in.num_heads % in.num_kv_heads != 0)
       c.bad("num_key_value_heads", "must divide num_attention_heads");
     if (in.head_dim % 2 != 0) c.bad("head_dim", "must be even (rotary embedding)");
+    if (c.get_bool("use_bidirectional_attention", false))
+      fail(ErrorKind::unsupported, c.file + ": use_bidirectional_attention=true (embedding models) is not supported");
     if (c.get_bool("attention_bias", false))
       fail(ErrorKind::unsupported, c.file + ": attention_bias=true is not supported for Gemma 3");
     std::string act = c.get_string("hidden_activation", c.get_string("hidden_act", "gelu_pytorch_tanh"));
@@ -76,7 +79,10 @@ class Gemma3Model final : public DecoderModel {
     s.vocab = in.vocab_size;
     s.eps = static_cast<float>(c.get_float("rms_norm_eps", 1e-6));
     s.attn_scale = static_cast<float>(1.0 / std::sqrt(c.get_float("query_pre_attn_scalar", 256)));
-    s.attn_softcap = static_cast<float>(c.get_float("attn_logit_softcapping", 0.0));
+    // transformers' Gemma3Attention reads attn_logit_softcapping but never passes it to the
+    // attention function (unlike Gemma 2), so Gemma 3 attention is uncapped whatever the config
+    // says; tests/fixtures/models/gemma3_mqa_softcap pins this down.
+    s.attn_softcap = 0.0f;
     s.final_softcap = static_cast<float>(c.get_float("final_logit_softcapping", 0.0));
     s.act = Activation::gelu_tanh;
     s.sandwich_norms = true;

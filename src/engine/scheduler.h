@@ -1,0 +1,116 @@
+// The continuous-batching scheduler. One thread owns the model and the KV pool; callers submit
+// requests through a queue and wait on (or stream from) their request's shared state.
+//
+// Each step: every decoding sequence contributes its one pending token, then partly prefilled
+// prompts and newly admitted ones contribute chunks until the step's token budget
+// (max_batch_tokens) is spent; one ragged forward runs them all; one batched sample() picks the
+// next token of every sequence whose pending tokens are all computed.
+//
+// Admission: a request whose prompt plus max_tokens exceeds the context, or whose KV could never
+// fit the pool, fails at once with a clear error; otherwise it waits (first come, first served)
+// until its first chunk's blocks are free.
+// Pool exhausted mid-generation: the most recently admitted running sequence is preempted by
+// recomputation (vLLM's policy): its blocks are released and it goes back to the head of the
+// queue with prompt + generated tokens as its new prompt; its output so far is kept and
+// generation resumes where it stopped. No other request's state is touched.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/kv_pool.h"
+#include "models/model.h"
+#include "tessera/engine.h"
+
+namespace tessera {
+
+// Streams text for generated ids (the incremental detokenizer, or a test double).
+class TextStream {
+ public:
+  virtual ~TextStream() = default;
+  virtual std::string push(int32_t id) = 0;
+  virtual std::string flush() = 0;
+};
+
+enum class RequestKind { generate, classify };
+
+// The state a caller and the scheduler share.
+struct RequestShared {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stream = false;  // queue events for RequestStream::next
+  std::deque<RequestStream::Event> events;
+  bool done = false;
+  GenerateResult result;
+  ClassifyResult classify;
+  CancelToken cancel;
+};
+
+struct RequestSpec {
+  RequestKind kind = RequestKind::generate;
+  std::vector<int32_t> prompt;
+  GenerateOptions gen;
+  ClassifyOptions cls;
+  std::vector<int32_t> stop_ids;  // EOS set + the request's stop_token_ids (empty if ignore_eos)
+  std::unique_ptr<TextStream> text;  // may be null (no tokenizer): text stays empty
+  TokenCallback on_token;
+  std::shared_ptr<RequestShared> shared;
+  std::string error;  // set by the submitter: the request fails with it at once
+};
+
+struct SchedulerOptions {
+  int max_batch_tokens = 512;
+  int max_seqs = 64;
+  int context_length = 4096;
+  bool prefix_cache = true;
+  // Token text for logprobs (the tokenizer's piece); may be empty.
+  std::function<std::string(int32_t)> token_text;
+};
+
+class Scheduler {
+ public:
+  Scheduler(Model& model, KvPool& pool, const SchedulerOptions& opts);
+  ~Scheduler();  // cancels what is in flight and joins the thread
+
+  void submit(RequestSpec spec);
+  EngineStats stats() const;
+  const SchedulerOptions& options() const { return opts_; }
+
+ private:
+  struct Sequence;
+  void loop();
+  bool step();  // false when there was nothing to do
+  void admit_new();
+  void finish(Sequence& s, FinishReason why, const std::string& error = "");
+  void preempt(Sequence& s);
+  void on_sampled(Sequence& s, int32_t id, const SampleOutput& out, int row);
+  void fill_metrics(Sequence& s, Metrics& m);
+
+  Model& model_;
+  KvPool& pool_;
+  SchedulerOptions opts_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<RequestSpec> incoming_;
+  bool stop_ = false;
+
+  // Scheduler-thread state.
+  std::deque<std::unique_ptr<Sequence>> waiting_;
+  std::vector<std::unique_ptr<Sequence>> running_;  // admission order
+  int64_t admitted_counter_ = 0;
+
+  // Published for stats().
+  mutable std::mutex stats_mu_;
+  EngineStats stats_;
+
+  std::thread thread_;
+};
+
+}  // namespace tessera
