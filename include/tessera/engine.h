@@ -155,6 +155,7 @@ struct EngineStats {
   size_t memory_active = 0, memory_peak = 0, memory_limit = 0;
   int64_t steps = 0;
   int64_t prompt_tokens = 0, generated_tokens = 0, cached_prompt_tokens = 0;
+  int64_t preemptions = 0;  // sequences sent back to the queue because the KV pool ran out
 };
 
 // A request in flight, for callers that stream (the server): events arrive in order; the last

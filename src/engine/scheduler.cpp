@@ -192,6 +192,10 @@ void Scheduler::finish(Sequence& s, FinishReason why, const std::string& error) 
 }
 
 void Scheduler::preempt(Sequence& s) {
+  {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    ++stats_.preemptions;
+  }
   s.kv->release_all();
   s.computed = 0;
   s.registered = 0;
@@ -337,7 +341,11 @@ bool Scheduler::step() {
       const int got = adopt_cached_prefix(pool_, *s.kv, s.hashes, (static_cast<int>(s.tokens.size()) - 1) / bs);
       s.computed = got;
       s.registered = got / bs;
-      if (!s.started) s.cached_prompt = std::min(got, s.prompt_len);
+      if (!s.started) {
+        s.cached_prompt = std::min(got, s.prompt_len);
+        std::lock_guard<std::mutex> lk(stats_mu_);
+        stats_.cached_prompt_tokens += s.cached_prompt;
+      }
     }
     const int n = std::min(s.pending(), budget);
     if (!s.kv->reserve(n)) {
