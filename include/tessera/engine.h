@@ -110,8 +110,9 @@ class CancelToken {
 };
 
 // Called on the scheduler's thread for every generated token with the text that became final
-// (possibly empty: UTF-8 still incomplete, or held back while it may start a stop string).
-// Keep it short; return false to cancel the request.
+// (possibly empty: UTF-8 still incomplete, or held back while it may start a stop string), and
+// once more with id -1 for text released when generation ends. Keep it short; return false to
+// cancel the request.
 using TokenCallback = std::function<bool(int32_t id, std::string_view piece)>;
 
 struct ChatMessage {
@@ -174,6 +175,11 @@ class RequestStream {
   virtual bool next(Event& ev, int timeout_ms) = 0;
   virtual void cancel() = 0;
 };
+
+// Throws Error(invalid_argument) naming the first option out of range (temperature >= 0,
+// top_k >= 0, top_p in (0, 1], min_p in [0, 1], repetition_penalty > 0, presence and frequency
+// penalties in [-2, 2], top_logprobs in [0, 20]).
+void validate_sampling_options(const SamplingOptions& opts);
 
 class Engine {
  public:

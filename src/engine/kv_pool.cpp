@@ -22,10 +22,7 @@ KvPool::KvPool(ComputeBackend& backend, const KvSpec& spec, const KvPoolOptions&
   std::vector<int> per_seq(ng);
   for (int g = 0; g < ng; ++g) per_seq[g] = blocks_needed(g, opts.max_context, opts.max_step_tokens);
 
-  size_t budget = opts.budget_bytes;
-  if (budget == 0) {
-    for (int g = 0; g < ng; ++g) budget += block_bytes(g) * per_seq[g] * static_cast<size_t>(opts.max_seqs);
-  }
+  size_t budget = opts.budget_bytes ? opts.budget_bytes : bytes_for(spec, opts);
   // Equal block counts in every group (the short-sequence regime), then cap sliding groups at
   // max_seqs windows and give what that frees to the full-attention groups.
   size_t all = 0;
@@ -74,6 +71,20 @@ KvPool::KvPool(ComputeBackend& backend, const KvSpec& spec, const KvPoolOptions&
     v.head_dim = spec.head_dim;
     layers_.push_back(v);
   }
+}
+
+size_t KvPool::bytes_for(const KvSpec& spec, const KvPoolOptions& opts) {
+  const size_t slot_bytes = static_cast<size_t>(spec.num_kv_heads) * spec.head_dim * dtype_size(spec.dtype);
+  const int bs = opts.block_size;
+  size_t total = 0;
+  for (size_t l = 0; l < spec.layer_group.size(); ++l) {
+    const int w = spec.group_window[spec.layer_group[l]];
+    const int len = opts.max_context;
+    const int span = w > 0 ? std::min(len, w - 1 + std::max(opts.max_step_tokens, 1)) : len;
+    const size_t blocks = static_cast<size_t>((span + bs - 1) / bs + (w > 0 && span < len ? 1 : 0));
+    total += 2 * slot_bytes * bs * blocks * static_cast<size_t>(opts.max_seqs);
+  }
+  return total;
 }
 
 int KvPool::blocks_needed(int g, int len, int step) const {

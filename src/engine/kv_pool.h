@@ -39,6 +39,9 @@ class KvPool {
  public:
   KvPool(ComputeBackend& backend, const KvSpec& spec, const KvPoolOptions& opts);
 
+  // Bytes that hold max_seqs sequences of max_context positions (what budget_bytes = 0 means).
+  static size_t bytes_for(const KvSpec& spec, const KvPoolOptions& opts);
+
   int block_size() const { return block_size_; }
   int num_groups() const { return static_cast<int>(groups_.size()); }
   int group_window(int g) const { return groups_[g].window; }

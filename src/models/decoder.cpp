@@ -79,6 +79,17 @@ Tensor DecoderModel::forward(const HostBatch& hb, std::span<const KvLayerView> k
   return lg.rows_from(0, R);
 }
 
+size_t DecoderModel::scratch_bytes(int tokens, int logit_rows) const {
+  const DecoderSpec& s = spec_;
+  const size_t act = dtype_size(backend_->act_dtype());
+  const size_t T = static_cast<size_t>(tokens), R = static_cast<size_t>(std::max(logit_rows, 1));
+  const size_t qkv_cols = static_cast<size_t>(s.heads + 2 * s.kv_heads) * s.head_dim;
+  size_t b = T * s.hidden * 4 + T * (2 * s.hidden + qkv_cols + static_cast<size_t>(s.heads) * s.head_dim +
+                                     3 * static_cast<size_t>(s.intermediate)) * act;
+  b += R * s.hidden * (4 + act) + R * static_cast<size_t>(s.vocab) * 4;
+  return b + 64 * 16;  // alignment of each scratch tensor
+}
+
 const TensorInfo& WeightLoader::take_checked(const std::string& name,
                                              const std::vector<int64_t>& shape) {
   const TensorInfo& t = dir_.take(name);
@@ -90,6 +101,8 @@ const TensorInfo& WeightLoader::take_checked(const std::string& name,
                dir_.config_path() + " implies " + want);
   }
   params_ += t.numel();
+  done_ += t.nbytes;
+  if (progress_) progress_(done_, total_);
   return t;
 }
 

@@ -42,6 +42,7 @@ struct DecoderLayer {
 class DecoderModel : public Model {
  public:
   Tensor forward(const HostBatch& b, std::span<const KvLayerView> kv) override;
+  size_t scratch_bytes(int tokens, int logit_rows) const override;
 
  protected:
   explicit DecoderModel(ComputeBackend& backend) : Model(backend) {}
@@ -59,8 +60,10 @@ class DecoderModel : public Model {
 // the config key when they disagree.
 class WeightLoader {
  public:
-  WeightLoader(ModelDir& dir, ComputeBackend& backend, DType weight_dtype)
-      : dir_(dir), backend_(backend), dtype_(weight_dtype) {}
+  WeightLoader(ModelDir& dir, ComputeBackend& backend, DType weight_dtype,
+               std::function<void(size_t, size_t)> progress = {})
+      : dir_(dir), backend_(backend), dtype_(weight_dtype), progress_(std::move(progress)),
+        total_(dir.total_bytes()) {}
 
   // Stacks the named [rows_i, cols] matrices (e.g. q, k, v) into one weight.
   std::unique_ptr<Weight> matrix(const std::vector<std::string>& names,
@@ -78,6 +81,8 @@ class WeightLoader {
   ModelDir& dir_;
   ComputeBackend& backend_;
   DType dtype_;
+  std::function<void(size_t, size_t)> progress_;
+  size_t total_ = 0, done_ = 0;
   int64_t params_ = 0;
 };
 

@@ -90,7 +90,7 @@ class Gemma3Model final : public DecoderModel {
     s.embed_scale_in_weight_dtype = true;
 
     in.weight_dtype = choose_weight_dtype(dir, opts, &in.checkpoint_dtype);
-    WeightLoader w(dir, backend, in.weight_dtype);
+    WeightLoader w(dir, backend, in.weight_dtype, opts.progress);
     const int64_t H = s.hidden, hd = s.head_dim, q = int64_t{s.heads} * hd, kv = int64_t{s.kv_heads} * hd;
     embed_ = w.matrix({"embed_tokens.weight"}, {in.vocab_size}, H);
     const double global_theta = 1e6, local_theta = c.get_float("rope_local_base_freq", 10000.0);

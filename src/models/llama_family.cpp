@@ -92,7 +92,7 @@ class LlamaFamilyModel final : public DecoderModel {
     const bool qk_norm = fam == Family::qwen3;
 
     in.weight_dtype = choose_weight_dtype(dir, opts, &in.checkpoint_dtype);
-    WeightLoader w(dir, backend, in.weight_dtype);
+    WeightLoader w(dir, backend, in.weight_dtype, opts.progress);
     const int64_t H = s.hidden, hd = s.head_dim, q = int64_t{s.heads} * hd, kv = int64_t{s.kv_heads} * hd;
     embed_ = w.matrix({"embed_tokens.weight"}, {in.vocab_size}, H);
     for (int i = 0; i < in.num_layers; ++i) {

@@ -27,6 +27,8 @@ struct KvSpec {
 
 struct LoadOptions {
   std::string dtype = "auto";  // auto (the checkpoint's; f16 -> f32 on the CPU), f32, bf16
+  // Called after each weight is in place with bytes loaded so far and the total (progress bars).
+  std::function<void(size_t done, size_t total)> progress;
 };
 
 class Model {
@@ -42,6 +44,10 @@ class Model {
   // rows == 0 when none were asked for). The caller has allocated the blocks that b's slot
   // mappings name.
   virtual Tensor forward(const HostBatch& b, std::span<const KvLayerView> kv) = 0;
+
+  // Activation bytes one forward of `tokens` tokens and `logit_rows` logits rows takes (for the
+  // memory budget at load time).
+  virtual size_t scratch_bytes(int tokens, int logit_rows) const = 0;
 
  protected:
   explicit Model(ComputeBackend& backend) : backend_(&backend) {}

@@ -1,0 +1,423 @@
+// tessera::Engine: the public API over one model, its tokenizer and chat template, and the
+// continuous-batching scheduler that every call goes through.
+#include "tessera/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <future>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "chat/chat_template.h"
+#include "core/check.h"
+#include "engine/kv_pool.h"
+#include "engine/scheduler.h"
+#include "io/model_dir.h"
+#include "models/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tessera {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::stop: return "stop";
+    case FinishReason::length: return "length";
+    case FinishReason::cancelled: return "cancelled";
+    case FinishReason::error: return "error";
+  }
+  return "?";
+}
+
+void validate_sampling_options(const SamplingOptions& s) {
+  if (!std::isfinite(s.temperature) || s.temperature < 0)
+    fail_arg("temperature must be a finite number >= 0 (got " + std::to_string(s.temperature) + ")");
+  if (s.top_k < 0) fail_arg("top_k must be >= 0 (0 disables it; got " + std::to_string(s.top_k) + ")");
+  if (!(s.top_p > 0 && s.top_p <= 1)) fail_arg("top_p must be in (0, 1] (got " + std::to_string(s.top_p) + ")");
+  if (!(s.min_p >= 0 && s.min_p <= 1)) fail_arg("min_p must be in [0, 1] (got " + std::to_string(s.min_p) + ")");
+  if (!(s.repetition_penalty > 0) || !std::isfinite(s.repetition_penalty))
+    fail_arg("repetition_penalty must be > 0 (got " + std::to_string(s.repetition_penalty) + ")");
+  if (!(s.presence_penalty >= -2 && s.presence_penalty <= 2))
+    fail_arg("presence_penalty must be in [-2, 2] (got " + std::to_string(s.presence_penalty) + ")");
+  if (!(s.frequency_penalty >= -2 && s.frequency_penalty <= 2))
+    fail_arg("frequency_penalty must be in [-2, 2] (got " + std::to_string(s.frequency_penalty) + ")");
+  if (s.top_logprobs < 0 || s.top_logprobs > 20)
+    fail_arg("top_logprobs must be in [0, 20] (got " + std::to_string(s.top_logprobs) + ")");
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+class DetokenizerStream final : public TextStream {
+ public:
+  explicit DetokenizerStream(const Tokenizer& t) : d_(t, /*skip_special_tokens=*/true) {}
+  std::string push(int32_t id) override { return d_.push(id); }
+  std::string flush() override { return d_.flush(); }
+
+ private:
+  IncrementalDetokenizer d_;
+};
+
+class StreamImpl final : public RequestStream {
+ public:
+  explicit StreamImpl(std::shared_ptr<RequestShared> sh) : sh_(std::move(sh)) {}
+  ~StreamImpl() override {
+    // A stream dropped before its end cancels its request.
+    if (!finished_) sh_->cancel.cancel();
+  }
+  bool next(Event& ev, int timeout_ms) override {
+    std::unique_lock<std::mutex> lk(sh_->mu);
+    auto ready = [&] { return !sh_->events.empty(); };
+    if (timeout_ms < 0) {
+      sh_->cv.wait(lk, ready);
+    } else if (!sh_->cv.wait_for(lk, std::chrono::milliseconds(timeout_ms), ready)) {
+      return false;
+    }
+    ev = std::move(sh_->events.front());
+    sh_->events.pop_front();
+    if (ev.done) finished_ = true;
+    return true;
+  }
+  void cancel() override { sh_->cancel.cancel(); }
+
+ private:
+  std::shared_ptr<RequestShared> sh_;
+  bool finished_ = false;
+};
+
+nlohmann::json messages_json(const std::vector<ChatMessage>& messages) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& m : messages) j.push_back({{"role", m.role}, {"content", m.content}});
+  return j;
+}
+
+// A special token's text from tokenizer_config.json (a string or {"content": ...}).
+std::string config_token(const nlohmann::json& cfg, const char* key) {
+  if (!cfg.contains(key)) return "";
+  const auto& v = cfg[key];
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+  return "";
+}
+
+class EngineImpl final : public Engine {
+ public:
+  explicit EngineImpl(const EngineOptions& o) : opts_(o) {
+    if (o.model_dir.empty()) fail_arg("no model directory given");
+    if (o.device == "cpu") {
+      backend_ = make_cpu_backend();
+    } else if (o.device == "cuda") {
+      backend_ = make_cuda_backend();
+      if (!backend_) fail_arg("device cuda: no CUDA device is available (or tessera was built without CUDA)");
+    } else if (o.device == "auto" || o.device.empty()) {
+      backend_ = make_cuda_backend();
+      if (!backend_) backend_ = make_cpu_backend();
+    } else {
+      fail_arg("unknown device '" + o.device + "' (expected auto, cpu or cuda)");
+    }
+    const bool gpu = backend_->device() == Device::cuda;
+    MemoryTracker& tracker = memory_tracker(backend_->device());
+    if (o.memory_limit) tracker.set_limit(o.memory_limit);
+
+    dir_ = std::make_unique<ModelDir>(o.model_dir);
+    LoadOptions lo;
+    lo.dtype = o.dtype;
+    if (o.progress) lo.progress = progress_printer();
+    model_ = load_model(*dir_, *backend_, lo);
+    if (o.progress) std::fprintf(stderr, "\n");
+    const ModelInfo& in = model_->info();
+
+    if (fs::exists(fs::path(o.model_dir) / "tokenizer.json")) tokenizer_ = Tokenizer::load(o.model_dir);
+    const std::string tmpl = find_chat_template_source(o.model_dir);
+    if (!tmpl.empty()) chat_template_ = std::make_unique<ChatTemplate>(tmpl);
+    const std::string cfg_path = (fs::path(o.model_dir) / "tokenizer_config.json").string();
+    if (fs::exists(cfg_path)) tokenizer_config_ = read_json_file(cfg_path);
+
+    // The EOS set: the model's (generation_config.json), the tokenizer's, and the chat
+    // end-of-turn tokens of the families tessera knows.
+    for (int id : in.eos_token_ids) eos_.push_back(id);
+    if (tokenizer_) {
+      if (auto e = tokenizer_->eos_id()) eos_.push_back(*e);
+      for (const char* t : {"<end_of_turn>", "<|eot_id|>", "<|im_end|>", "<|end_of_text|>", "<|endoftext|>"})
+        if (auto id = tokenizer_->token_to_id(t)) eos_.push_back(*id);
+    }
+    std::sort(eos_.begin(), eos_.end());
+    eos_.erase(std::unique(eos_.begin(), eos_.end()), eos_.end());
+    std::erase_if(eos_, [&](int32_t id) { return id < 0 || id >= in.vocab_size; });
+
+    // Sizes: context, batch, KV pool.
+    context_ = o.context_length > 0 ? o.context_length
+                                    : std::min(in.max_position_embeddings, gpu ? 32768 : 8192);
+    if (context_ > in.max_position_embeddings)
+      fail_arg("context length " + std::to_string(context_) + " exceeds the model's max_position_embeddings (" +
+               std::to_string(in.max_position_embeddings) + ")");
+    SchedulerOptions so;
+    so.max_batch_tokens = o.max_batch_tokens > 0 ? o.max_batch_tokens : (gpu ? 8192 : 512);
+    so.max_seqs = o.max_seqs > 0 ? o.max_seqs : (gpu ? 256 : 16);
+    so.context_length = context_;
+    so.prefix_cache = o.prefix_cache;
+    if (tokenizer_) so.token_text = [this](int32_t id) { return token_text(id); };
+    if (so.max_batch_tokens < 1) fail_arg("max_batch_tokens must be positive");
+    KvPoolOptions po;
+    po.block_size = 16;
+    po.max_seqs = so.max_seqs;
+    po.max_step_tokens = so.max_batch_tokens;
+    po.max_context = context_;
+    const size_t scratch = model_->scratch_bytes(so.max_batch_tokens, so.max_seqs);
+    size_t kv = o.kv_memory;
+    if (kv == 0) {
+      kv = KvPool::bytes_for(model_->kv_spec(), po);
+      const size_t cap = gpu ? (size_t{24} << 30) : (size_t{1} << 30);
+      kv = std::min(kv, cap);
+      if (o.memory_limit) {
+        const size_t used = tracker.active() + scratch;
+        if (used >= o.memory_limit)
+          fail(ErrorKind::out_of_memory,
+               "memory limit " + format_bytes(o.memory_limit) + " is too small: weights take " +
+                   format_bytes(tracker.active()) + " and activations need " + format_bytes(scratch));
+        kv = std::min(kv, (o.memory_limit - used) * 9 / 10);
+      }
+    }
+    po.budget_bytes = kv;
+    pool_ = std::make_unique<KvPool>(*backend_, model_->kv_spec(), po);
+    if (o.memory_limit && tracker.active() + scratch > o.memory_limit)
+      fail(ErrorKind::out_of_memory, "memory limit " + format_bytes(o.memory_limit) +
+                                         " cannot hold the weights (" + format_bytes(in.weight_bytes) +
+                                         "), the KV pool (" + format_bytes(pool_->bytes()) +
+                                         ") and activations (" + format_bytes(scratch) + ")");
+    sched_ = std::make_unique<Scheduler>(*model_, *pool_, so);
+  }
+
+  ~EngineImpl() override { sched_.reset(); }
+
+  const ModelInfo& info() const override { return model_->info(); }
+  std::string device_name() const override { return backend_->name(); }
+  int context_length() const override { return context_; }
+  bool has_tokenizer() const override { return tokenizer_ != nullptr; }
+  bool has_chat_template() const override { return chat_template_ != nullptr; }
+  std::vector<int32_t> eos_token_ids() const override { return eos_; }
+
+  void validate(const SamplingOptions& s) const override { validate_sampling_options(s); }
+
+  void validate(const GenerateOptions& g) const override {
+    validate(g.sampling);
+    if (g.max_tokens <= 0) fail_arg("max_tokens must be positive (got " + std::to_string(g.max_tokens) + ")");
+    if (g.max_tokens > context_)
+      fail_arg("max_tokens " + std::to_string(g.max_tokens) + " exceeds the context length " +
+               std::to_string(context_));
+    if (g.min_tokens < 0) fail_arg("min_tokens must be >= 0 (got " + std::to_string(g.min_tokens) + ")");
+    if (g.min_tokens > g.max_tokens)
+      fail_arg("min_tokens (" + std::to_string(g.min_tokens) + ") exceeds max_tokens (" +
+               std::to_string(g.max_tokens) + ")");
+    for (int32_t id : g.stop_token_ids)
+      if (id < 0 || id >= info().vocab_size)
+        fail_arg("stop token id " + std::to_string(id) + " is outside the vocabulary");
+    for (const auto& s : g.stop)
+      if (s.empty()) fail_arg("stop strings must not be empty");
+  }
+
+  std::vector<int32_t> prompt_ids(const Prompt& p, bool add_special) const {
+    if (const auto* ids = std::get_if<std::vector<int32_t>>(&p)) {
+      if (ids->empty()) fail_arg("the token list is empty");
+      for (size_t i = 0; i < ids->size(); ++i)
+        if ((*ids)[i] < 0 || (*ids)[i] >= info().vocab_size)
+          fail_arg("token id " + std::to_string((*ids)[i]) + " at index " + std::to_string(i) +
+                   " is outside the vocabulary [0, " + std::to_string(info().vocab_size) + ")");
+      return *ids;
+    }
+    if (!tokenizer_) fail_arg("this model directory has no tokenizer.json: pass token ids instead of text");
+    auto ids = tokenizer_->encode(std::get<std::string>(p), add_special);
+    if (ids.empty()) fail_arg("the prompt is empty");
+    return ids;
+  }
+
+  // Builds a request; errors in the request's own input become its error result.
+  RequestSpec make_spec(const Prompt& p, const GenerateOptions& g, TokenCallback cb, const CancelToken& cancel) {
+    RequestSpec spec;
+    spec.shared = std::make_shared<RequestShared>();
+    spec.shared->cancel = cancel;
+    spec.gen = g;
+    spec.on_token = std::move(cb);
+    try {
+      validate(g);
+      spec.prompt = prompt_ids(p, g.add_special_tokens);
+    } catch (const Error& e) {
+      spec.error = e.what();
+    }
+    if (!g.ignore_eos) spec.stop_ids = eos_;
+    for (int32_t id : g.stop_token_ids)
+      if (std::find(spec.stop_ids.begin(), spec.stop_ids.end(), id) == spec.stop_ids.end()) spec.stop_ids.push_back(id);
+    if (tokenizer_) spec.text = std::make_unique<DetokenizerStream>(*tokenizer_);
+    return spec;
+  }
+
+  static GenerateResult wait(RequestShared& sh) {
+    std::unique_lock<std::mutex> lk(sh.mu);
+    sh.cv.wait(lk, [&] { return sh.done; });
+    return sh.result;
+  }
+
+  GenerateResult generate(const Prompt& prompt, const GenerateOptions& opts, const TokenCallback& on_token,
+                          const CancelToken& cancel) override {
+    RequestSpec spec = make_spec(prompt, opts, on_token, cancel);
+    auto sh = spec.shared;
+    sched_->submit(std::move(spec));
+    return wait(*sh);
+  }
+
+  std::string render_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+    if (!chat_template_) fail_arg("this model directory has no chat template (tokenizer_config.json chat_template)");
+    nlohmann::json ctx = nlohmann::json::object();
+    ctx["bos_token"] = config_token(tokenizer_config_, "bos_token");
+    ctx["eos_token"] = config_token(tokenizer_config_, "eos_token");
+    return chat_template_->render(messages_json(messages), add_generation_prompt, ctx);
+  }
+
+  GenerateResult chat(const std::vector<ChatMessage>& messages, const GenerateOptions& opts,
+                      const TokenCallback& on_token, const CancelToken& cancel) override {
+    std::string prompt;
+    try {
+      prompt = render_chat(messages, true);
+    } catch (const Error& e) {
+      GenerateResult r;
+      r.finish_reason = FinishReason::error;
+      r.error = e.what();
+      return r;
+    }
+    // The template writes the special tokens itself (BOS included), as transformers'
+    // apply_chat_template(tokenize=True) encodes without adding any.
+    GenerateOptions g = opts;
+    g.add_special_tokens = false;
+    return generate(prompt, g, on_token, cancel);
+  }
+
+  std::vector<GenerateResult> batch_generate(const std::vector<Prompt>& prompts, const GenerateOptions& opts,
+                                             const CancelToken& cancel, BatchMetrics* metrics) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::shared_ptr<RequestShared>> shared;
+    for (const auto& p : prompts) {
+      RequestSpec spec = make_spec(p, opts, {}, cancel);
+      shared.push_back(spec.shared);
+      sched_->submit(std::move(spec));
+    }
+    std::vector<GenerateResult> out;
+    for (auto& sh : shared) out.push_back(wait(*sh));
+    if (metrics) {
+      *metrics = BatchMetrics{};
+      metrics->requests = static_cast<int>(out.size());
+      for (const auto& r : out) {
+        metrics->prompt_tokens += r.metrics.prompt_tokens;
+        metrics->generated_tokens += r.metrics.generated_tokens;
+      }
+      finish_batch_metrics(*metrics, t0);
+    }
+    return out;
+  }
+
+  std::vector<ClassifyResult> classify(const std::vector<Prompt>& prompts, const ClassifyOptions& opts,
+                                       BatchMetrics* metrics) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    validate(opts.sampling);
+    if (opts.top_logprobs < 0 || opts.top_logprobs > 20) fail_arg("top_logprobs must be in [0, 20]");
+    std::vector<std::shared_ptr<RequestShared>> shared;
+    for (const auto& p : prompts) {
+      RequestSpec spec;
+      spec.kind = RequestKind::classify;
+      spec.cls = opts;
+      spec.shared = std::make_shared<RequestShared>();
+      try {
+        spec.prompt = prompt_ids(p, opts.add_special_tokens);
+      } catch (const Error& e) {
+        spec.error = e.what();
+      }
+      shared.push_back(spec.shared);
+      sched_->submit(std::move(spec));
+    }
+    std::vector<ClassifyResult> out;
+    for (auto& sh : shared) {
+      wait(*sh);
+      std::lock_guard<std::mutex> lk(sh->mu);
+      ClassifyResult c = std::move(sh->classify);
+      if (c.error.empty() && sh->result.finish_reason == FinishReason::error) c.error = sh->result.error;
+      if (c.error.empty() && sh->result.finish_reason == FinishReason::cancelled) c.error = "cancelled";
+      out.push_back(std::move(c));
+    }
+    if (metrics) {
+      *metrics = BatchMetrics{};
+      metrics->requests = static_cast<int>(out.size());
+      for (const auto& c : out) metrics->prompt_tokens += c.prompt_tokens;
+      finish_batch_metrics(*metrics, t0);
+    }
+    return out;
+  }
+
+  std::unique_ptr<RequestStream> submit(const Prompt& prompt, const GenerateOptions& opts) override {
+    RequestSpec spec = make_spec(prompt, opts, {}, CancelToken());
+    spec.shared->stream = true;
+    auto sh = spec.shared;
+    sched_->submit(std::move(spec));
+    return std::make_unique<StreamImpl>(sh);
+  }
+
+  std::vector<int32_t> tokenize(std::string_view text, bool add_special) const override {
+    if (!tokenizer_) fail_arg("this model directory has no tokenizer.json");
+    return tokenizer_->encode(text, add_special);
+  }
+  std::string detokenize(const std::vector<int32_t>& ids) const override {
+    if (!tokenizer_) return "";
+    return tokenizer_->decode(ids, true);
+  }
+  std::string apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const override {
+    return render_chat(messages, add_generation_prompt);
+  }
+  EngineStats stats() const override { return sched_->stats(); }
+
+ private:
+  std::string token_text(int32_t id) const {
+    std::vector<int32_t> one{id};
+    return tokenizer_->decode(one, false);
+  }
+
+  void finish_batch_metrics(BatchMetrics& m, std::chrono::steady_clock::time_point t0) const {
+    m.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double s = m.total_ms / 1e3;
+    if (s > 0) {
+      m.requests_per_s = m.requests / s;
+      m.prompt_tokens_per_s = m.prompt_tokens / s;
+      m.generated_tokens_per_s = m.generated_tokens / s;
+    }
+    m.peak_memory_bytes = memory_tracker(backend_->device()).peak();
+  }
+
+  static std::function<void(size_t, size_t)> progress_printer() {
+    if (!isatty(2)) return {};
+    return [last = -1](size_t done, size_t total) mutable {
+      const int pct = total ? static_cast<int>(100.0 * done / total) : 100;
+      if (pct == last) return;
+      last = pct;
+      const int w = 40, fill = pct * w / 100;
+      std::fprintf(stderr, "\rloading [%.*s%*s] %3d%% %s / %s", fill, "########################################",
+                   w - fill, "", pct, format_bytes(done).c_str(), format_bytes(total).c_str());
+    };
+  }
+
+  EngineOptions opts_;
+  std::unique_ptr<ComputeBackend> backend_;
+  std::unique_ptr<ModelDir> dir_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<ChatTemplate> chat_template_;
+  nlohmann::json tokenizer_config_ = nlohmann::json::object();
+  std::vector<int32_t> eos_;
+  int context_ = 0;
+  std::unique_ptr<KvPool> pool_;
+  std::unique_ptr<Scheduler> sched_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> Engine::load(const EngineOptions& opts) { return std::make_unique<EngineImpl>(opts); }
+
+}  // namespace tessera
