@@ -302,7 +302,7 @@ class Interp {
                                    ? eval(*m.params[k].default_value)
                                    : Value::undefined("parameter '" + m.params[k].name + "' was not provided"));
     }
-    assign("varargs", Value::make_list(std::move(varargs)));
+    assign("varargs", Value::make_list(std::move(varargs), /*tuple=*/true));
     assign("kwargs", kwargs);
     std::string out;
     exec(m.body, out);
