@@ -201,9 +201,14 @@ class Lexer {
       Token t{Tok::Op, "", 0, 0};
       set_pos(t, p);
       char c = src_[p];
-      if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      // Names: ASCII letters, digits, '_' and (as Python identifiers allow) non-ASCII letters.
+      auto name_char = [](char ch) {
+        unsigned char u = static_cast<unsigned char>(ch);
+        return std::isalnum(u) || ch == '_' || u >= 0x80;
+      };
+      if (name_char(c) && !std::isdigit(static_cast<unsigned char>(c))) {
         size_t q = p;
-        while (q < n && (std::isalnum(static_cast<unsigned char>(src_[q])) || src_[q] == '_')) ++q;
+        while (q < n && name_char(src_[q])) ++q;
         t.kind = Tok::Name;
         t.text = src_.substr(p, q - p);
         p = q;

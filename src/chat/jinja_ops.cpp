@@ -183,7 +183,7 @@ static double fval(const Value& v) {
 static Value repeat(const Value& seq, int64_t n) {
   if (n < 0) n = 0;
   if (seq.is_string()) {
-    if (n > 0 && seq.s.size() * static_cast<uint64_t>(n) > (1u << 28))
+    if (n > 0 && seq.s.size() * static_cast<uint64_t>(n) > (1u << 26))
       throw RuntimeError("repeated string is too large");
     std::string out;
     for (int64_t k = 0; k < n; ++k) out += seq.s;
