@@ -13,11 +13,15 @@ file(GLOB_RECURSE TESSERA_SOURCES CONFIGURE_DEPENDS
   ${CMAKE_SOURCE_DIR}/src/server/*.cpp
   ${CMAKE_SOURCE_DIR}/src/capi/*.cpp)
 
+# simdjson: tokenizer.json (Gemma 3's is 33 MB) loads several times faster than with nlohmann.
+find_package(simdjson REQUIRED)
+
 add_library(tessera STATIC ${TESSERA_SOURCES})
 target_include_directories(tessera PUBLIC ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/src
                                           ${HTTPLIB_INCLUDE_DIR})
 target_link_libraries(tessera PUBLIC Threads::Threads nlohmann_json::nlohmann_json
-                                     PkgConfig::PCRE2 PkgConfig::UTF8PROC DNNL::dnnl)
+                                     PkgConfig::PCRE2 PkgConfig::UTF8PROC DNNL::dnnl
+                                     simdjson::simdjson)
 
 foreach(src IN LISTS TESSERA_SOURCES)
   if(src MATCHES "_avx512\\.cpp$")

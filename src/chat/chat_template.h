@@ -21,6 +21,10 @@ class ChatTemplate {
   // calls raise_exception (e.g. roles that do not alternate) or fails at run time.
   std::string render(const nlohmann::json& messages, bool add_generation_prompt,
                      const nlohmann::json& context = nlohmann::json::object()) const;
+  // The same with JSON objects that keep their key order, as Python dicts do: `tojson` of tools
+  // and tool-call arguments prints keys in the order given (nlohmann::json sorts them).
+  std::string render(const nlohmann::ordered_json& messages, bool add_generation_prompt,
+                     const nlohmann::ordered_json& context) const;
 
  private:
   struct Impl;
@@ -29,7 +33,14 @@ class ChatTemplate {
 
 // The default chat template of a model or tokenizer directory: tokenizer_config.json's
 // "chat_template" (a string, or a list of {name, template} where "default" wins), else
-// chat_template.jinja. Returns "" when there is none.
+// chat_template.jinja. Returns "" when there is none. Where both exist, chat_template.jinja
+// wins, as in transformers' from_pretrained. Throws Error(invalid_model) for a malformed
+// tokenizer_config.json or a template list without a "default" entry.
 std::string find_chat_template_source(const std::string& dir);
+
+// The template variables transformers adds from the tokenizer's special tokens
+// (bos_token, eos_token, unk_token, pad_token, ...: tokenizer_config.json values that are a
+// string or an object with "content"); {} when the directory has no tokenizer_config.json.
+nlohmann::ordered_json chat_template_special_tokens(const std::string& dir);
 
 }  // namespace tessera

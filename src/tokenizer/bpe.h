@@ -1,0 +1,75 @@
+// The BPE model of tokenizer.json: vocabulary, ranked merges (strings "a b" or pairs ["a", "b"]),
+// byte_fallback (<0xNN> tokens), unk_token with fuse_unk, ignore_merges,
+// continuing_subword_prefix and end_of_word_suffix. ref: tokenizers models/bpe/{model,word}.rs.
+//
+// Merging uses a priority queue over a linked list of symbols (O(n log n) in the word length, the
+// same order of merges as HF's Word::merge_all), and frequent words are cached.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "tokenizer/hash_map.h"
+#include "tokenizer/json_util.h"
+
+namespace tessera::tok {
+
+class BpeModel {
+ public:
+  // `model`: tokenizer.json's "model" object (type BPE).
+  static std::unique_ptr<BpeModel> from_json(const JNode& model);
+  ~BpeModel();
+
+  // Appends the ids of `word` (non-empty, valid UTF-8) to `out`.
+  void tokenize(std::string_view word, std::vector<int32_t>& out) const;
+
+  int32_t token_to_id(std::string_view token) const { return vocab_.find(token); }
+  // nullptr when `id` is not in the vocabulary.
+  const std::string_view* id_to_token(int32_t id) const {
+    if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size() || !has_id_[id]) return nullptr;
+    return &id_to_token_[id];
+  }
+  int32_t id_end() const { return static_cast<int32_t>(id_to_token_.size()); }  // max id + 1
+  size_t merge_count() const { return merges_.size(); }
+
+ private:
+  BpeModel() = default;
+  void load_vocab(const JNode& vocab);
+  void load_merges(const JNode& merges);
+  void merge_word(std::string_view word, std::vector<int32_t>& out) const;
+  int32_t char_id(std::string_view ch, bool first, bool last) const;
+
+  StringIdMap vocab_;
+  std::vector<std::string_view> id_to_token_;  // views into vocab_'s keys
+  std::vector<uint8_t> has_id_;
+  PairMap merges_;
+  std::vector<int32_t> bmp_char_id_;  // single-character tokens below U+10000, -1 if none
+
+  std::string prefix_, suffix_;  // continuing_subword_prefix, end_of_word_suffix ("" = none)
+  bool has_unk_ = false;
+  std::string unk_token_;
+  int32_t unk_id_ = -1;
+  bool fuse_unk_ = false, byte_fallback_ = false, ignore_merges_ = false;
+  int32_t byte_ids_[256];
+  bool all_bytes_ = false;  // every <0xNN> token exists
+
+  // Words shorter than kCacheMaxLen bytes, up to kCacheCapacity of them (like HF, entries are
+  // never evicted). Sharded with try_lock so that concurrent encodes never wait on it.
+  static constexpr size_t kCacheMaxLen = 256, kCacheShards = 32, kCacheCapacity = 65536;
+  struct SvHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return hash_bytes(s.data(), s.size()); }
+  };
+  struct CacheShard {
+    std::mutex mu;
+    std::unordered_map<std::string, std::vector<int32_t>, SvHash, std::equal_to<>> map;
+  };
+  std::unique_ptr<CacheShard[]> cache_;
+};
+
+}  // namespace tessera::tok

@@ -1,0 +1,181 @@
+// Open-addressing hash tables for the tokenizer's hot paths: token string -> id (the vocabulary)
+// and (left id, right id) -> (rank, merged id) (the BPE merges). Both are built once at load time
+// and only read afterwards, so lookups need no locking. std::unordered_map costs an allocation per
+// entry, which is most of the load time of a 262k-token / 515k-merge vocabulary.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessera::tok {
+
+inline uint64_t mix64(uint64_t a, uint64_t b) {
+  __uint128_t r = static_cast<__uint128_t>(a) * b;
+  return static_cast<uint64_t>(r) ^ static_cast<uint64_t>(r >> 64);
+}
+
+inline uint64_t hash_bytes(const char* p, size_t n) {
+  constexpr uint64_t k0 = 0xa0761d6478bd642full, k1 = 0xe7037ed1a0b428dbull;
+  uint64_t h = k0 ^ n;
+  while (n >= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    h = mix64(h ^ v, k1);
+    p += 8;
+    n -= 8;
+  }
+  uint64_t v = 0;
+  if (n) std::memcpy(&v, p, n);
+  return mix64(h ^ v ^ (n << 59), k1 ^ 0x8ebc6af09c88c6e3ull);
+}
+
+// String -> int32 map whose keys live in one arena string.
+class StringIdMap {
+ public:
+  void reserve(size_t n, size_t key_bytes) {
+    size_t cap = 16;
+    while (cap < n * 2) cap <<= 1;
+    slots_.assign(cap, Slot{});
+    mask_ = cap - 1;
+    arena_.reserve(key_bytes);
+  }
+  // Inserts or overwrites. Returns false when the key already existed (the value is replaced).
+  bool insert(std::string_view key, int32_t value) {
+    if ((size_ + 1) * 2 > slots_.size()) grow();
+    uint64_t h = hash_bytes(key.data(), key.size());
+    Slot* s = probe(key, h);
+    if (s->value != kEmpty) {
+      s->value = value;
+      return false;
+    }
+    s->tag = static_cast<uint32_t>(h >> 32);
+    s->off = static_cast<uint32_t>(arena_.size());
+    s->len = static_cast<uint32_t>(key.size());
+    s->value = value;
+    arena_.append(key);
+    ++size_;
+    return true;
+  }
+  // The id of `key`, or -1.
+  int32_t find(std::string_view key) const {
+    if (slots_.empty()) return -1;
+    uint64_t h = hash_bytes(key.data(), key.size());
+    uint32_t tag = static_cast<uint32_t>(h >> 32);
+    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.value == kEmpty) return -1;
+      if (s.tag == tag && s.len == key.size() &&
+          std::memcmp(arena_.data() + s.off, key.data(), key.size()) == 0) {
+        return s.value;
+      }
+    }
+  }
+  size_t size() const { return size_; }
+  // Calls f(key, value) for every entry.
+  template <class F>
+  void for_each(F&& f) const {
+    for (const Slot& s : slots_) {
+      if (s.value != kEmpty) f(std::string_view(arena_.data() + s.off, s.len), s.value);
+    }
+  }
+
+ private:
+  static constexpr int32_t kEmpty = INT32_MIN;
+  struct Slot {
+    uint32_t tag = 0, off = 0, len = 0;
+    int32_t value = kEmpty;
+  };
+  Slot* probe(std::string_view key, uint64_t h) {
+    uint32_t tag = static_cast<uint32_t>(h >> 32);
+    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+      Slot& s = slots_[i];
+      if (s.value == kEmpty) return &s;
+      if (s.tag == tag && s.len == key.size() &&
+          std::memcmp(arena_.data() + s.off, key.data(), key.size()) == 0) {
+        return &s;
+      }
+    }
+  }
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    size_t cap = old.empty() ? 16 : old.size() * 2;
+    slots_.assign(cap, Slot{});
+    mask_ = cap - 1;
+    for (const Slot& s : old) {
+      if (s.value == kEmpty) continue;
+      uint64_t h = hash_bytes(arena_.data() + s.off, s.len);
+      size_t i = h & mask_;
+      while (slots_[i].value != kEmpty) i = (i + 1) & mask_;
+      slots_[i] = s;
+    }
+  }
+
+  std::vector<Slot> slots_;
+  size_t mask_ = 0, size_ = 0;
+  std::string arena_;
+};
+
+// (left id, right id) -> (rank, merged id), the BPE merge table.
+class PairMap {
+ public:
+  struct Value {
+    uint32_t rank;
+    int32_t id;
+  };
+  void reserve(size_t n) {
+    size_t cap = 16;
+    while (cap < n * 2) cap <<= 1;
+    slots_.assign(cap, Slot{});
+    mask_ = cap - 1;
+  }
+  // Inserts or overwrites (a later duplicate merge wins, as when HF collects them into a map).
+  void insert(int32_t a, int32_t b, Value v) {
+    if ((size_ + 1) * 2 > slots_.size()) grow();
+    uint64_t key = pack(a, b);
+    size_t i = hash(key) & mask_;
+    while (slots_[i].key != kEmpty && slots_[i].key != key) i = (i + 1) & mask_;
+    if (slots_[i].key == kEmpty) ++size_;
+    slots_[i] = Slot{key, v};
+  }
+  const Value* find(int32_t a, int32_t b) const {
+    if (slots_.empty()) return nullptr;
+    uint64_t key = pack(a, b);
+    for (size_t i = hash(key) & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.key == key) return &s.value;
+      if (s.key == kEmpty) return nullptr;
+    }
+  }
+  size_t size() const { return size_; }
+
+ private:
+  static constexpr uint64_t kEmpty = ~0ull;
+  struct Slot {
+    uint64_t key = kEmpty;
+    Value value{0, 0};
+  };
+  static uint64_t pack(int32_t a, int32_t b) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+  }
+  static uint64_t hash(uint64_t key) { return mix64(key, 0x9E3779B97F4A7C15ull); }
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    size_t cap = old.empty() ? 16 : old.size() * 2;
+    slots_.assign(cap, Slot{});
+    mask_ = cap - 1;
+    for (const Slot& s : old) {
+      if (s.key == kEmpty) continue;
+      size_t i = hash(s.key) & mask_;
+      while (slots_[i].key != kEmpty) i = (i + 1) & mask_;
+      slots_[i] = s;
+    }
+  }
+
+  std::vector<Slot> slots_;
+  size_t mask_ = 0, size_ = 0;
+};
+
+}  // namespace tessera::tok
