@@ -38,5 +38,9 @@ void add_info_command(CLI::App& app);
 void add_logits_command(CLI::App& app);
 void add_make_model_command(CLI::App& app);
 void add_chat_template_command(CLI::App& app);
+void add_generate_command(CLI::App& app);
+void add_chat_command(CLI::App& app);
+void add_classify_command(CLI::App& app);
+void add_batch_command(CLI::App& app);
 
 }  // namespace tessera::cli

@@ -11,6 +11,10 @@ int main(int argc, char** argv) {
   tessera::cli::add_logits_command(app);
   tessera::cli::add_make_model_command(app);
   tessera::cli::add_chat_template_command(app);
+  tessera::cli::add_generate_command(app);
+  tessera::cli::add_chat_command(app);
+  tessera::cli::add_classify_command(app);
+  tessera::cli::add_batch_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

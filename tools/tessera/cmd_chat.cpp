@@ -1,0 +1,103 @@
+// tessera chat --model DIR [--messages FILE.json] [generation options]
+// Interactive and multi-turn on stdin (/reset clears the conversation, /exit leaves), or one
+// turn from a JSON array of {"role", "content"} messages.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cli_engine.h"
+#include "core/check.h"
+#include "io/model_dir.h"
+
+namespace tessera::cli {
+
+namespace {
+
+std::vector<ChatMessage> read_messages(const std::string& path) {
+  nlohmann::json j = read_json_file(path);
+  if (!j.is_array()) fail_arg(path + ": expected a JSON array of {\"role\", \"content\"} objects");
+  std::vector<ChatMessage> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const auto& m = j[i];
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
+        !m["content"].is_string())
+      fail_arg(path + ": message " + std::to_string(i) + " needs string \"role\" and \"content\"");
+    out.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+  }
+  if (out.empty()) fail_arg(path + ": no messages");
+  return out;
+}
+
+bool print_piece(int32_t, std::string_view piece) {
+  std::fwrite(piece.data(), 1, piece.size(), stdout);
+  std::fflush(stdout);
+  return true;
+}
+
+}  // namespace
+
+void add_chat_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("chat", "chat with a model through its chat template");
+  struct Args {
+    EngineArgs engine;
+    GenerateArgs gen;
+    std::string messages, system;
+  };
+  auto a = std::make_shared<Args>();
+  add_engine_options(cmd, a->engine);
+  add_generate_options(cmd, a->gen);
+  cmd->add_option("--messages", a->messages, "JSON file with the conversation: answer its last turn and exit");
+  cmd->add_option("--system", a->system, "system prompt for the interactive session");
+  cmd->callback([a] {
+    run_command([&] {
+      GenerateOptions g = to_generate(a->gen);
+      std::vector<ChatMessage> history;
+      if (!a->messages.empty()) history = read_messages(a->messages);
+      auto engine = load_engine(a->engine);
+      if (!engine->has_chat_template()) fail_arg(a->engine.model + ": no chat template (tokenizer_config.json)");
+      if (!a->messages.empty()) {
+        GenerateResult r = engine->chat(history, g, print_piece);
+        if (r.finish_reason == FinishReason::error) fail_arg(r.error);
+        std::printf("\n");
+        print_metrics(r.metrics);
+        return 0;
+      }
+      const bool tty = isatty(0);
+      auto reset = [&] {
+        history.clear();
+        if (!a->system.empty()) history.push_back({"system", a->system});
+      };
+      reset();
+      if (tty) std::fprintf(stderr, "chat with %s (/reset, /exit)\n", engine->info().architecture.c_str());
+      std::string line;
+      for (;;) {
+        if (tty) std::fprintf(stderr, "> ");
+        if (!std::getline(std::cin, line)) break;
+        if (line == "/exit" || line == "/quit") break;
+        if (line == "/reset") {
+          reset();
+          if (tty) std::fprintf(stderr, "(conversation cleared)\n");
+          continue;
+        }
+        if (line.empty()) continue;
+        history.push_back({"user", line});
+        GenerateResult r = engine->chat(history, g, print_piece);
+        std::printf("\n");
+        std::fflush(stdout);
+        if (r.finish_reason == FinishReason::error) {
+          std::fprintf(stderr, "tessera: error: %s\n", r.error.c_str());
+          history.pop_back();
+          continue;
+        }
+        history.push_back({"assistant", r.text});
+        print_metrics(r.metrics);
+      }
+      return 0;
+    });
+  });
+}
+
+}  // namespace tessera::cli
