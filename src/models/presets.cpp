@@ -1,7 +1,8 @@
 // Preset shapes and the random-weight writer behind `tessera make-model`.
 // gemma3-1b is the real Gemma-3-1B text shape (999,885,952 parameters), as in
 // shared bench/hf_peer.py; gemma3-tiny is a small model with the real Gemma 3 vocabulary and a
-// short sliding window, for demos and CI.
+// short sliding window, for demos and CI; llama3-tiny, qwen2.5-tiny and qwen3-tiny are the same
+// for the Llama family, to pair with the real Llama 3 and Qwen tokenizers.
 #include "models/presets.h"
 
 #include <cmath>
@@ -22,9 +23,12 @@ using json = nlohmann::json;
 
 namespace {
 
+enum class Family { gemma3, llama, qwen2, qwen3 };
+
 struct Preset {
   std::string name;
-  json config;             // config.json (without vocab_size when a tokenizer sets it)
+  Family family;
+  json config;             // config.json (vocab_size replaced when a tokenizer sets it)
   json generation_config;  // generation_config.json
 };
 
@@ -69,7 +73,34 @@ std::vector<Preset> presets() {
   for (int i = 0; i < 26; ++i) types.push_back((i + 1) % 6 ? "sliding_attention" : "full_attention");
   g1b["layer_types"] = types;
   json gen = {{"bos_token_id", 2}, {"eos_token_id", {1, 106}}, {"pad_token_id", 0}};
-  return {{"gemma3-tiny", tiny, gen}, {"gemma3-1b", g1b, gen}};
+  // Llama 3.2 style (llama3 rope scaling), Qwen 2.5 and Qwen 3 shapes in miniature, with their
+  // real vocabularies and EOS lists (<|eot_id|>, <|im_end|>).
+  json llama = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"vocab_size", 128256},
+                {"hidden_size", 128}, {"intermediate_size", 512}, {"num_hidden_layers", 4},
+                {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 32},
+                {"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-5}, {"hidden_act", "silu"},
+                {"rope_theta", 500000.0},
+                {"rope_scaling", {{"rope_type", "llama3"}, {"factor", 32.0}, {"low_freq_factor", 1.0},
+                                  {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}}},
+                {"tie_word_embeddings", true}, {"bos_token_id", 128000}, {"eos_token_id", {128001, 128008, 128009}}};
+  json llama_gen = {{"bos_token_id", 128000}, {"eos_token_id", {128001, 128008, 128009}}};
+  json qwen2 = {{"architectures", {"Qwen2ForCausalLM"}}, {"model_type", "qwen2"}, {"vocab_size", 151936},
+                {"hidden_size", 128}, {"intermediate_size", 384}, {"num_hidden_layers", 4},
+                {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"max_position_embeddings", 32768},
+                {"rms_norm_eps", 1e-6}, {"hidden_act", "silu"}, {"rope_theta", 1000000.0},
+                {"use_sliding_window", false}, {"tie_word_embeddings", true},
+                {"bos_token_id", 151643}, {"eos_token_id", 151645}};
+  json qwen3 = qwen2;
+  qwen3["architectures"] = {"Qwen3ForCausalLM"};
+  qwen3["model_type"] = "qwen3";
+  qwen3["head_dim"] = 64;
+  qwen3["max_position_embeddings"] = 40960;
+  json qwen_gen = {{"bos_token_id", 151643}, {"eos_token_id", {151645, 151643}}, {"pad_token_id", 151643}};
+  return {{"gemma3-tiny", Family::gemma3, tiny, gen},
+          {"gemma3-1b", Family::gemma3, g1b, gen},
+          {"llama3-tiny", Family::llama, llama, llama_gen},
+          {"qwen2.5-tiny", Family::qwen2, qwen2, qwen_gen},
+          {"qwen3-tiny", Family::qwen3, qwen3, qwen_gen}};
 }
 
 uint64_t splitmix(uint64_t& s) {
@@ -162,7 +193,12 @@ int64_t make_model(const MakeModelOptions& opts) {
 
   const int64_t V = cfg["vocab_size"], H = cfg["hidden_size"], I = cfg["intermediate_size"];
   const int64_t L = cfg["num_hidden_layers"], nh = cfg["num_attention_heads"];
-  const int64_t nkv = cfg["num_key_value_heads"], hd = cfg["head_dim"];
+  const int64_t nkv = cfg["num_key_value_heads"];
+  const int64_t hd = cfg.contains("head_dim") ? cfg["head_dim"].get<int64_t>() : H / nh;
+  const Family fam = preset->family;
+  const bool gemma = fam == Family::gemma3;
+  // Gemma norms are (1 + w) around 0; the Llama family's are w around 1.
+  const float norm_mean = gemma ? 0.f : 1.f;
   struct Spec {
     std::string name;
     std::vector<int64_t> shape;
@@ -174,21 +210,31 @@ int64_t make_model(const MakeModelOptions& opts) {
   specs.push_back({"model.embed_tokens.weight", {V, H}, 0.f, 0.02f});
   for (int64_t i = 0; i < L; ++i) {
     std::string p = "model.layers." + std::to_string(i) + ".";
-    specs.push_back({p + "input_layernorm.weight", {H}, 0.f, 0.1f});
-    specs.push_back({p + "post_attention_layernorm.weight", {H}, 0.f, 0.1f});
-    specs.push_back({p + "pre_feedforward_layernorm.weight", {H}, 0.f, 0.1f});
-    specs.push_back({p + "post_feedforward_layernorm.weight", {H}, 0.f, 0.1f});
-    specs.push_back({p + "self_attn.q_norm.weight", {hd}, 0.f, 0.1f});
-    specs.push_back({p + "self_attn.k_norm.weight", {hd}, 0.f, 0.1f});
+    specs.push_back({p + "input_layernorm.weight", {H}, norm_mean, 0.1f});
+    specs.push_back({p + "post_attention_layernorm.weight", {H}, norm_mean, 0.1f});
+    if (gemma) {
+      specs.push_back({p + "pre_feedforward_layernorm.weight", {H}, 0.f, 0.1f});
+      specs.push_back({p + "post_feedforward_layernorm.weight", {H}, 0.f, 0.1f});
+    }
+    if (gemma || fam == Family::qwen3) {
+      specs.push_back({p + "self_attn.q_norm.weight", {hd}, norm_mean, 0.1f});
+      specs.push_back({p + "self_attn.k_norm.weight", {hd}, norm_mean, 0.1f});
+    }
     specs.push_back({p + "self_attn.q_proj.weight", {nh * hd, H}, 0.f, 0.02f});
     specs.push_back({p + "self_attn.k_proj.weight", {nkv * hd, H}, 0.f, 0.02f});
     specs.push_back({p + "self_attn.v_proj.weight", {nkv * hd, H}, 0.f, 0.02f});
+    if (fam == Family::qwen2) {
+      specs.push_back({p + "self_attn.q_proj.bias", {nh * hd}, 0.f, 0.1f});
+      specs.push_back({p + "self_attn.k_proj.bias", {nkv * hd}, 0.f, 0.1f});
+      specs.push_back({p + "self_attn.v_proj.bias", {nkv * hd}, 0.f, 0.1f});
+    }
     specs.push_back({p + "self_attn.o_proj.weight", {H, nh * hd}, 0.f, 0.02f});
     specs.push_back({p + "mlp.gate_proj.weight", {I, H}, 0.f, 0.02f});
     specs.push_back({p + "mlp.up_proj.weight", {I, H}, 0.f, 0.02f});
     specs.push_back({p + "mlp.down_proj.weight", {H, I}, 0.f, 0.02f});
   }
-  specs.push_back({"model.norm.weight", {H}, 0.f, 0.1f});
+  specs.push_back({"model.norm.weight", {H}, norm_mean, 0.1f});
+  if (!cfg.value("tie_word_embeddings", true)) specs.push_back({"lm_head.weight", {V, H}, 0.f, 0.02f});
 
   std::vector<std::vector<char>> data(specs.size());
   std::vector<TensorToWrite> tensors;
