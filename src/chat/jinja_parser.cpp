@@ -1,5 +1,7 @@
 #include "chat/jinja_parser.h"
 
+#include "chat/jinja_filters.h"
+
 #include <cerrno>
 #include <cstdlib>
 #include <initializer_list>
@@ -11,14 +13,22 @@ constexpr int kMaxDepth = 200;  // nesting of expressions and blocks (bounds rec
 
 std::string describe(const Token& t) {
   switch (t.kind) {
-    case Tok::Data: return "template data";
-    case Tok::VarBegin: return "'{{'";
-    case Tok::VarEnd: return "end of print statement";
-    case Tok::BlockBegin: return "'{%'";
-    case Tok::BlockEnd: return "end of statement block";
-    case Tok::Eof: return "end of template";
-    case Tok::String: return "string";
-    default: return "'" + t.text + "'";
+    case Tok::Data:
+      return "template data";
+    case Tok::VarBegin:
+      return "'{{'";
+    case Tok::VarEnd:
+      return "end of print statement";
+    case Tok::BlockBegin:
+      return "'{%'";
+    case Tok::BlockEnd:
+      return "end of statement block";
+    case Tok::Eof:
+      return "end of template";
+    case Tok::String:
+      return "string";
+    default:
+      return "'" + t.text + "'";
   }
 }
 
@@ -52,6 +62,11 @@ class Parser {
     std::string n = cur().text;
     advance();
     return n;
+  }
+  // Where a block body starts: Jinja accepts an optional ':' (Python style) before "%}".
+  void expect_body_start() {
+    if (is_op(":")) advance();
+    expect_block_end();
   }
   void expect_block_end() {
     if (cur().kind != Tok::BlockEnd)
@@ -138,7 +153,7 @@ class Parser {
     if (n == "if") {
       s->kind = SK::If;
       ExprPtr c = parse_tuple(true, false);
-      expect_block_end();
+      expect_body_start();
       while (true) {
         Body b = parse_body({"elif", "else", "endif"});
         s->branches.emplace_back(std::move(c), std::move(b));
@@ -147,10 +162,13 @@ class Parser {
         advance();
         if (which == "elif") {
           c = parse_tuple(true, false);
-          expect_block_end();
+          expect_body_start();
           continue;
         }
-        expect_block_end();
+        if (which == "else")
+          expect_body_start();
+        else
+          expect_block_end();
         if (which == "else") {
           s->else_body = parse_body({"endif"});
           end_tag("endif");
@@ -171,52 +189,50 @@ class Parser {
         advance();
         s->recursive = true;
       }
-      expect_block_end();
+      expect_body_start();
       s->body = parse_body({"endfor", "else"});
       advance();
       bool has_else = is_name("else");
       advance();
-      expect_block_end();
+      if (has_else)
+        expect_body_start();
+      else
+        expect_block_end();
       if (has_else) {
         s->else_body = parse_body({"endfor"});
         end_tag("endfor");
       }
     } else if (n == "set") {
-      std::string target = expect_name();
-      if (is_op(".")) {
+      // Targets: names or namespace attributes (ns.attr), several for tuple unpacking.
+      while (true) {
+        s->targets.push_back(expect_name());
+        s->attrs.emplace_back();
+        if (is_op(".")) {
+          advance();
+          s->attrs.back() = expect_name();
+        }
+        if (!is_op(",")) break;
         advance();
-        s->attr = expect_name();
-        s->targets.push_back(target);
-        s->kind = SK::Set;
-        expect_op("=");
-        s->expr = parse_tuple(true, false);
-      } else {
-        s->targets.push_back(target);
-        while (is_op(",")) {
-          advance();
-          s->targets.push_back(expect_name());
-          s->target_tuple = true;
-        }
-        if (is_op("=")) {
-          advance();
-          s->kind = SK::Set;
-          s->expr = parse_tuple(true, false);
-        } else {
-          if (s->target_tuple) fail_here("expected '='");
-          s->kind = SK::SetBlock;
-          if (is_op("|")) s->expr = parse_filter_chain(nullptr);
-          expect_block_end();
-          s->body = parse_body({"endset"});
-          end_tag("endset");
-          return s;
-        }
+        s->target_tuple = true;
       }
-      expect_block_end();
+      if (is_op("=")) {
+        advance();
+        s->kind = SK::Set;
+        s->expr = parse_tuple(true, false);
+        expect_block_end();
+      } else {
+        if (s->target_tuple) fail_here("expected '=', got " + describe(cur()));
+        s->kind = SK::SetBlock;
+        if (is_op("|")) s->expr = parse_filter_chain(nullptr);
+        expect_body_start();
+        s->body = parse_body({"endset"});
+        end_tag("endset");
+      }
     } else if (n == "macro") {
       s->kind = SK::Macro;
       s->text = expect_name();
       parse_params(*s);
-      expect_block_end();
+      expect_body_start();
       s->body = parse_body({"endmacro"});
       end_tag("endmacro");
     } else if (n == "call") {
@@ -224,24 +240,24 @@ class Parser {
       if (is_op("(")) parse_params(*s);
       s->expr = parse_expression();
       if (s->expr->kind != EK::Call) fail_here("expected a call");
-      expect_block_end();
+      expect_body_start();
       s->body = parse_body({"endcall"});
       end_tag("endcall");
     } else if (n == "filter") {
       s->kind = SK::FilterBlock;
       s->expr = parse_filter_chain(nullptr, /*leading_pipe=*/false);
-      expect_block_end();
+      expect_body_start();
       s->body = parse_body({"endfilter"});
       end_tag("endfilter");
     } else if (n == "with") {
       s->kind = SK::With;
-      while (cur().kind != Tok::BlockEnd) {
+      while (cur().kind != Tok::BlockEnd && !is_op(":")) {
         if (!s->assigns.empty()) expect_op(",");
         std::string name = expect_name();
         expect_op("=");
         s->assigns.emplace_back(name, parse_expression());
       }
-      expect_block_end();
+      expect_body_start();
       s->body = parse_body({"endwith"});
       end_tag("endwith");
     } else if (n == "break" || n == "continue") {
@@ -251,7 +267,7 @@ class Parser {
       // {% generation %} is transformers' assistant-mask marker: renders its body unchanged.
       s->kind = SK::Block;
       if (n == "block") expect_name();
-      expect_block_end();
+      expect_body_start();
       s->body = n == "block" ? parse_body({"endblock"}) : parse_body({"endgeneration"});
       advance();  // {%
       advance();  // endblock / endgeneration
@@ -392,8 +408,9 @@ class Parser {
     ExprPtr cmp;
     while (true) {
       std::string op;
-      if (cur().kind == Tok::Op && (cur().text == "==" || cur().text == "!=" || cur().text == "<" ||
-                                    cur().text == "<=" || cur().text == ">" || cur().text == ">=")) {
+      if (cur().kind == Tok::Op &&
+          (cur().text == "==" || cur().text == "!=" || cur().text == "<" || cur().text == "<=" ||
+           cur().text == ">" || cur().text == ">=")) {
         op = cur().text;
         advance();
       } else if (is_name("in")) {
@@ -508,7 +525,8 @@ class Parser {
         } else {
           int base = 10;
           size_t off = 0;
-          if (digits.size() > 1 && digits[0] == '0' && std::isalpha(static_cast<unsigned char>(digits[1]))) {
+          if (digits.size() > 1 && digits[0] == '0' &&
+              std::isalpha(static_cast<unsigned char>(digits[1]))) {
             char b = static_cast<char>(std::tolower(digits[1]));
             base = b == 'x' ? 16 : b == 'o' ? 8 : 2;
             off = 2;
@@ -594,39 +612,39 @@ class Parser {
     }
   }
 
+  // "[a]", "[a, b]" (a tuple), "[]" (the empty tuple), slices "[a:b:c]". ref:
+  // Parser.parse_subscript.
   ExprPtr parse_subscript() {
     const Token at = cur();
+    std::vector<ExprPtr> items;
+    while (!is_op("]")) {
+      if (!items.empty()) expect_op(",");
+      items.push_back(parse_subscribed());
+    }
+    if (items.size() == 1) return std::move(items[0]);
+    auto t = node(EK::Tuple, at);
+    t->args = std::move(items);
+    return t;
+  }
+
+  ExprPtr parse_subscribed() {
+    const Token at = cur();
     ExprPtr parts[3];
-    int n = 0;
-    bool slice = false;
-    while (true) {
-      if (is_op(":")) {
-        slice = true;
-        advance();
-        if (++n > 2) fail_here("invalid slice");
-        continue;
-      }
-      if (is_op("]") || is_op(",")) break;
-      if (parts[n]) fail_here("expected ':' or ']'");
-      parts[n] = parse_expression();
+    if (is_op(":")) {
+      advance();
+    } else {
+      parts[0] = parse_expression();
+      if (!is_op(":")) return std::move(parts[0]);
+      advance();
     }
-    if (!slice) {
-      if (!parts[0]) fail_here("expected a subscript");
-      if (is_op(",")) {  // a[x, y] indexes with a tuple
-        auto t = node(EK::Tuple, at);
-        t->args.push_back(std::move(parts[0]));
-        while (is_op(",")) {
-          advance();
-          if (is_op("]")) break;
-          t->args.push_back(parse_expression());
-        }
-        return t;
-      }
-      return std::move(parts[0]);
+    if (!is_op("]") && !is_op(",") && !is_op(":")) parts[1] = parse_expression();
+    if (is_op(":")) {
+      advance();
+      if (!is_op("]") && !is_op(",")) parts[2] = parse_expression();
     }
-    auto s = node(EK::Slice, at);
-    for (auto& p : parts) s->args.push_back(std::move(p));
-    return s;
+    auto sl = node(EK::Slice, at);
+    for (auto& p : parts) sl->args.push_back(std::move(p));
+    return sl;
   }
 
   // Arguments "(a, b, k=v)" after `callee` (for calls) or after a filter/test name.
@@ -701,6 +719,10 @@ class Parser {
       advance();
     }
     t->name = expect_name();
+    while (is_op(".")) {  // dotted test names
+      advance();
+      t->name += "." + expect_name();
+    }
     t->args.push_back(std::move(e));
     const Token& c = cur();
     if (is_op("(")) {
@@ -719,8 +741,54 @@ class Parser {
   int depth_ = 0;
 };
 
+// Unknown filter and test names are compile-time errors outside if-blocks and conditional
+// expressions (jinja2 CodeGenerator._filter_test_common with frame.soft_frame).
+void check_names(const Expr* e, bool soft) {
+  if (!e) return;
+  if (e->kind == EK::Cond) soft = true;
+  if (!soft && e->kind == EK::Filter && !is_jinja_filter(e->name))
+    syntax_error(e->line, e->col, "no filter named '" + e->name + "'");
+  if (!soft && e->kind == EK::Test && !is_jinja_test(e->name))
+    syntax_error(e->line, e->col, "no test named '" + e->name + "'");
+  for (const auto& a : e->args) check_names(a.get(), soft);
+  for (const auto& kv : e->kwargs) check_names(kv.second.get(), soft);
+}
+
+void check_names(const Body& body, bool soft) {
+  // Only an if statement (its tests and bodies) is a soft frame; loop, macro, call, filter,
+  // with and set-block bodies get fresh frames that are not soft.
+  for (const auto& s : body) {
+    const bool in_if = soft || s->kind == SK::If;
+    for (const auto& [c, b] : s->branches) {
+      check_names(c.get(), in_if);
+      check_names(b, in_if);
+    }
+    for (const auto& a : s->assigns) check_names(a.second.get(), soft);
+    switch (s->kind) {
+      case SK::Emit:
+      case SK::Set:
+      case SK::CallBlock:
+        check_names(s->expr.get(), soft);
+        break;
+      case SK::For:
+        check_names(s->expr.get(), soft);
+        check_names(s->cond.get(), false);
+        break;
+      default:
+        check_names(s->expr.get(), false);
+    }
+    for (const auto& p : s->params) check_names(p.default_value.get(), false);
+    check_names(s->body, false);
+    check_names(s->else_body, s->kind == SK::If ? in_if : false);
+  }
+}
+
 }  // namespace
 
-Body parse_template(const std::vector<Token>& tokens) { return Parser(tokens).parse_all(); }
+Body parse_template(const std::vector<Token>& tokens) {
+  Body b = Parser(tokens).parse_all();
+  check_names(b, false);
+  return b;
+}
 
 }  // namespace tessera::jinja

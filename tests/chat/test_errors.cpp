@@ -72,12 +72,14 @@ TEST(ChatTemplateErrors, RuntimeErrorsAreInvalidArgumentWithLine) {
 }
 
 TEST(ChatTemplateErrors, RaiseExceptionMessageIsVerbatim) {
-  ChatTemplate t("{% if messages|length > 1 %}{{ raise_exception('Only ' ~ 1 ~ ' message!') }}{% endif %}ok");
+  ChatTemplate t(
+      "{% if messages|length > 1 %}{{ raise_exception('Only ' ~ 1 ~ ' message!') }}{% endif %}ok");
   EXPECT_EQ(t.render(ojson::parse(R"([{"role": "user", "content": "x"}])"), false, ojson::object()),
             "ok");
   try {
-    t.render(ojson::parse(R"([{"role": "user", "content": "x"}, {"role": "user", "content": "y"}])"),
-             false, ojson::object());
+    t.render(
+        ojson::parse(R"([{"role": "user", "content": "x"}, {"role": "user", "content": "y"}])"),
+        false, ojson::object());
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
@@ -169,9 +171,15 @@ TEST(ChatTemplateErrors, MutatedTemplatesGiveErrorsNotCrashes) {
       for (int e = 0; e < edits && !s.empty(); ++e) {
         size_t pos = rng() % s.size();
         switch (rng() % 3) {
-          case 0: s.erase(pos, 1 + rng() % 8); break;
-          case 1: s.insert(pos, 1, alphabet[rng() % alphabet.size()]); break;
-          default: s[pos] = static_cast<char>(rng() % 256); break;
+          case 0:
+            s.erase(pos, 1 + rng() % 8);
+            break;
+          case 1:
+            s.insert(pos, 1, alphabet[rng() % alphabet.size()]);
+            break;
+          default:
+            s[pos] = static_cast<char>(rng() % 256);
+            break;
         }
       }
       try {
