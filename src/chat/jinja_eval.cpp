@@ -10,6 +10,7 @@ namespace tessera::jinja {
 namespace {
 
 constexpr int kMaxCallDepth = 64;      // macro recursion
+constexpr int kMaxEvalDepth = 2000;    // nested statements + expressions, all macro levels
 constexpr int64_t kMaxRange = 100000;  // jinja2.sandbox.MAX_RANGE
 
 struct Frame {
@@ -168,7 +169,20 @@ class Interp {
     return Flow::Normal;
   }
 
+  // Bounds the C++ stack: each nested statement or expression is one level.
+  struct Nest {
+    explicit Nest(Interp& in) : in(in) {
+      if (++in.nest_ > kMaxEvalDepth) {
+        --in.nest_;
+        throw RuntimeError("template nesting too deep at run time");
+      }
+    }
+    ~Nest() { --in.nest_; }
+    Interp& in;
+  };
+
   Flow exec(const Stmt& s, std::string& out) {
+    Nest nest(*this);
     if (s.line) line_ = s.line;
     switch (s.kind) {
       case SK::Output:
@@ -363,6 +377,7 @@ class Interp {
   }
 
   Value eval(const Expr& e) {
+    Nest nest(*this);
     switch (e.kind) {
       case EK::Literal:
         return e.literal;
@@ -458,6 +473,7 @@ class Interp {
   Frame builtins_;
   std::vector<std::shared_ptr<Frame>> frames_;
   int depth_ = 0;
+  int nest_ = 0;
   int line_ = 0;
 };
 

@@ -11,7 +11,7 @@
 
 namespace tessera::jinja {
 
-constexpr int kMaxDepth = 200;  // nesting of expressions and blocks (bounds recursion)
+constexpr int kMaxDepth = 120;  // nesting of expressions and blocks (bounds recursion)
 
 std::string describe(const Token& t);
 
