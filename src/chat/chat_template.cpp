@@ -32,8 +32,7 @@ std::string ChatTemplate::render(const nlohmann::json& messages, bool add_genera
                 nlohmann::ordered_json(context));
 }
 
-std::string ChatTemplate::render(const nlohmann::ordered_json& messages,
-                                 bool add_generation_prompt,
+std::string ChatTemplate::render(const nlohmann::ordered_json& messages, bool add_generation_prompt,
                                  const nlohmann::ordered_json& context) const {
   if (!context.is_null() && !context.is_object())
     fail_arg("chat template context must be a JSON object");

@@ -9,8 +9,9 @@
 namespace tessera::jinja {
 namespace {
 
-constexpr int kMaxCallDepth = 64;        // macro recursion
-constexpr int64_t kMaxRange = 100000;    // jinja2.sandbox.MAX_RANGE
+constexpr int kMaxCallDepth = 64;      // macro recursion
+constexpr int kMaxEvalDepth = 2000;    // nested statements + expressions, all macro levels
+constexpr int64_t kMaxRange = 100000;  // jinja2.sandbox.MAX_RANGE
 
 struct Frame {
   std::vector<std::pair<std::string, Value>> vars;
@@ -65,7 +66,8 @@ Value range_fn(CallArgs& a) {
   List out;
   for (int64_t k = start; step > 0 ? k < stop : k > stop; k += step) {
     if (static_cast<int64_t>(out.size()) >= kMaxRange)
-      throw RuntimeError("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+      throw RuntimeError(
+          "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
     out.push_back(Value::integer(k));
   }
   return Value::make_list(std::move(out));
@@ -86,12 +88,14 @@ class Interp {
  public:
   explicit Interp(const Value& context) : context_(context) {
     builtins_.set("raise_exception", Value::function("raise_exception", [](CallArgs& a) -> Value {
-      throw RaisedError(py_str(a.get(0, "message", Value::string(""))));
-    }));
+                    throw RaisedError(py_str(a.get(0, "message", Value::string(""))));
+                  }));
     builtins_.set("strftime_now", Value::function("strftime_now", strftime_now));
     builtins_.set("range", Value::function("range", range_fn));
-    builtins_.set("namespace", Value::function("namespace", [](CallArgs& a) { return mapping_fn(a, true); }));
-    builtins_.set("dict", Value::function("dict", [](CallArgs& a) { return mapping_fn(a, false); }));
+    builtins_.set("namespace",
+                  Value::function("namespace", [](CallArgs& a) { return mapping_fn(a, true); }));
+    builtins_.set("dict",
+                  Value::function("dict", [](CallArgs& a) { return mapping_fn(a, false); }));
     frames_.push_back(std::make_shared<Frame>());
   }
 
@@ -122,18 +126,38 @@ class Interp {
   }
   void assign(const std::string& n, Value v) { frames_.back()->set(n, std::move(v)); }
 
-  void assign_targets(const std::vector<std::string>& targets, bool tuple, const Value& v) {
-    if (!tuple) {
-      assign(targets[0], v);
+  // One target: a name, or a namespace attribute when `attr` is set.
+  void assign_one(const std::string& name, const std::string& attr, Value v) {
+    if (attr.empty()) {
+      assign(name, std::move(v));
       return;
     }
+    Value ns = lookup(name);
+    if (ns.type != Type::Namespace)
+      throw RuntimeError("cannot assign attribute on non-namespace object");
+    ns.dict->set(Value::string(attr), std::move(v));
+  }
+
+  void assign_targets(const std::vector<std::string>& targets, bool tuple, const Value& v,
+                      const std::vector<std::string>* attrs = nullptr) {
+    static const std::string none;
+    auto attr = [&](size_t k) -> const std::string& {
+      return attrs && k < attrs->size() ? (*attrs)[k] : none;
+    };
+    if (!tuple) {
+      assign_one(targets[0], attr(0), v);
+      return;
+    }
+    if (v.type != Type::List && v.type != Type::String && v.type != Type::Dict && !v.is_undefined())
+      throw RuntimeError("cannot unpack non-iterable " + type_name(v) + " object");
     List items = iterate(v);
     if (items.size() != targets.size())
-      throw RuntimeError(items.size() > targets.size()
-                             ? "too many values to unpack (expected " + std::to_string(targets.size()) + ")"
-                             : "not enough values to unpack (expected " + std::to_string(targets.size()) +
-                                   ", got " + std::to_string(items.size()) + ")");
-    for (size_t k = 0; k < targets.size(); ++k) assign(targets[k], items[k]);
+      throw RuntimeError(
+          items.size() > targets.size()
+              ? "too many values to unpack (expected " + std::to_string(targets.size()) + ")"
+              : "not enough values to unpack (expected " + std::to_string(targets.size()) +
+                    ", got " + std::to_string(items.size()) + ")");
+    for (size_t k = 0; k < targets.size(); ++k) assign_one(targets[k], attr(k), items[k]);
   }
 
   // ---- statements ----
@@ -145,7 +169,20 @@ class Interp {
     return Flow::Normal;
   }
 
+  // Bounds the C++ stack: each nested statement or expression is one level.
+  struct Nest {
+    explicit Nest(Interp& in) : in(in) {
+      if (++in.nest_ > kMaxEvalDepth) {
+        --in.nest_;
+        throw RuntimeError("template nesting too deep at run time");
+      }
+    }
+    ~Nest() { --in.nest_; }
+    Interp& in;
+  };
+
   Flow exec(const Stmt& s, std::string& out) {
+    Nest nest(*this);
     if (s.line) line_ = s.line;
     switch (s.kind) {
       case SK::Output:
@@ -161,29 +198,21 @@ class Interp {
         return exec(s.else_body, out);
       case SK::For:
         return exec_for(s, out);
-      case SK::Set: {
-        Value v = eval(*s.expr);
-        if (!s.attr.empty()) {
-          Value ns = lookup(s.targets[0]);
-          if (ns.type != Type::Namespace)
-            throw RuntimeError("cannot assign attribute on non-namespace object");
-          ns.dict->set(Value::string(s.attr), std::move(v));
-        } else {
-          assign_targets(s.targets, s.target_tuple, v);
-        }
+      case SK::Set:
+        assign_targets(s.targets, s.target_tuple, eval(*s.expr), &s.attrs);
         return Flow::Normal;
-      }
       case SK::SetBlock: {
         std::string text;
         exec(s.body, text);
         Value v = Value::string(std::move(text));
         if (s.expr) v = eval_filter(*s.expr, &v);
-        assign(s.targets[0], std::move(v));
+        assign_one(s.targets[0], s.attrs[0], std::move(v));
         return Flow::Normal;
       }
       case SK::Macro: {
         const Stmt* m = &s;
-        assign(s.text, Value::function(s.text, [this, m](CallArgs& a) { return call_macro(*m, a); }));
+        assign(s.text,
+               Value::function(s.text, [this, m](CallArgs& a) { return call_macro(*m, a); }));
         return Flow::Normal;
       }
       case SK::CallBlock: {
@@ -192,8 +221,8 @@ class Interp {
         CallArgs a = eval_args(call);
         const Stmt* block = &s;
         a.kw.emplace_back("caller", Value::function("caller", [this, block](CallArgs& ca) {
-          return call_macro(*block, ca);
-        }));
+                            return call_macro(*block, ca);
+                          }));
         out += py_str(invoke(callee, a));
         return Flow::Normal;
       }
@@ -240,7 +269,9 @@ class Interp {
       Scope scope(*this);
       assign_targets(s.targets, s.target_tuple, items[static_cast<size_t>(k)]);
       Value loop = Value::make_dict();
-      auto set = [&](const char* key, Value v) { loop.dict->items.emplace_back(Value::string(key), std::move(v)); };
+      auto set = [&](const char* key, Value v) {
+        loop.dict->items.emplace_back(Value::string(key), std::move(v));
+      };
       set("index", Value::integer(k + 1));
       set("index0", Value::integer(k));
       set("revindex", Value::integer(n - k));
@@ -250,12 +281,14 @@ class Interp {
       set("length", Value::integer(n));
       set("depth", Value::integer(1));
       set("depth0", Value::integer(0));
-      set("previtem", k > 0 ? items[static_cast<size_t>(k - 1)] : Value::undefined("there is no previous item"));
-      set("nextitem", k + 1 < n ? items[static_cast<size_t>(k + 1)] : Value::undefined("there is no next item"));
+      set("previtem", k > 0 ? items[static_cast<size_t>(k - 1)]
+                            : Value::undefined("there is no previous item"));
+      set("nextitem", k + 1 < n ? items[static_cast<size_t>(k + 1)]
+                                : Value::undefined("there is no next item"));
       set("cycle", Value::function("loop.cycle", [k](CallArgs& a) {
-        if (a.pos.empty()) throw RuntimeError("no items for cycling given");
-        return a.pos[static_cast<size_t>(k) % a.pos.size()];
-      }));
+            if (a.pos.empty()) throw RuntimeError("no items for cycling given");
+            return a.pos[static_cast<size_t>(k) % a.pos.size()];
+          }));
       assign("loop", loop);
       Flow f = exec(s.body, out);
       if (f == Flow::Break) break;
@@ -283,24 +316,31 @@ class Interp {
     List varargs;
     Value kwargs = Value::make_dict();
     for (size_t k = 0; k < a.pos.size(); ++k) {
-      if (k < m.params.size()) assign(m.params[k].name, a.pos[k]);
-      else varargs.push_back(a.pos[k]);
+      if (k < m.params.size())
+        assign(m.params[k].name, a.pos[k]);
+      else
+        varargs.push_back(a.pos[k]);
     }
     for (const auto& [name, v] : a.kw) {
       bool is_param = false;
       for (size_t k = 0; k < m.params.size(); ++k)
         if (m.params[k].name == name) {
-          if (k < a.pos.size()) throw RuntimeError("macro '" + m.text + "' got multiple values for argument '" + name + "'");
+          if (k < a.pos.size())
+            throw RuntimeError("macro '" + m.text + "' got multiple values for argument '" + name +
+                               "'");
           is_param = true;
         }
-      if (is_param || name == "caller") assign(name, v);
-      else kwargs.dict->set(Value::string(name), v);
+      if (is_param || name == "caller")
+        assign(name, v);
+      else
+        kwargs.dict->set(Value::string(name), v);
     }
     for (size_t k = a.pos.size(); k < m.params.size(); ++k) {
       if (frames_.back()->find(m.params[k].name)) continue;
-      assign(m.params[k].name, m.params[k].default_value
-                                   ? eval(*m.params[k].default_value)
-                                   : Value::undefined("parameter '" + m.params[k].name + "' was not provided"));
+      assign(m.params[k].name,
+             m.params[k].default_value
+                 ? eval(*m.params[k].default_value)
+                 : Value::undefined("parameter '" + m.params[k].name + "' was not provided"));
     }
     assign("varargs", Value::make_list(std::move(varargs), /*tuple=*/true));
     assign("kwargs", kwargs);
@@ -327,7 +367,8 @@ class Interp {
   Value eval_filter(const Expr& e, const Value* injected) {
     Value operand;
     if (e.args[0]) {
-      operand = e.args[0]->kind == EK::Filter ? eval_filter(*e.args[0], injected) : eval(*e.args[0]);
+      operand =
+          e.args[0]->kind == EK::Filter ? eval_filter(*e.args[0], injected) : eval(*e.args[0]);
     } else if (injected) {
       operand = *injected;
     }
@@ -336,6 +377,7 @@ class Interp {
   }
 
   Value eval(const Expr& e) {
+    Nest nest(*this);
     switch (e.kind) {
       case EK::Literal:
         return e.literal;
@@ -384,10 +426,14 @@ class Interp {
           Value r = eval(*e.args[k + 1]);
           const std::string& op = e.ops[k];
           bool ok;
-          if (op == "==") ok = equals(l, r);
-          else if (op == "!=") ok = !equals(l, r);
-          else if (op == "in") ok = contains(r, l);
-          else if (op == "notin") ok = !contains(r, l);
+          if (op == "==")
+            ok = equals(l, r);
+          else if (op == "!=")
+            ok = !equals(l, r);
+          else if (op == "in")
+            ok = contains(r, l);
+          else if (op == "notin")
+            ok = !contains(r, l);
           else {
             int c = compare(l, r, op.c_str());
             ok = op == "<" ? c < 0 : op == "<=" ? c <= 0 : op == ">" ? c > 0 : c >= 0;
@@ -412,7 +458,8 @@ class Interp {
         Value d = Value::make_dict();
         for (size_t k = 0; k + 1 < e.args.size(); k += 2) {
           Value key = eval(*e.args[k]);
-          if (key.type == Type::List && !key.is_tuple) throw RuntimeError("unhashable type: 'list'");
+          if (key.type == Type::List && !key.is_tuple)
+            throw RuntimeError("unhashable type: 'list'");
           if (key.type == Type::Dict) throw RuntimeError("unhashable type: 'dict'");
           d.dict->set(key, eval(*e.args[k + 1]));
         }
@@ -426,6 +473,7 @@ class Interp {
   Frame builtins_;
   std::vector<std::shared_ptr<Frame>> frames_;
   int depth_ = 0;
+  int nest_ = 0;
   int line_ = 0;
 };
 

@@ -68,9 +68,15 @@ bool parse_py_int(const std::string& text, int base, int64_t& out) {
 
 bool parse_py_float(const Value& v, double& out) {
   switch (v.type) {
-    case Type::Int: out = static_cast<double>(v.i); return true;
-    case Type::Bool: out = v.b; return true;
-    case Type::Float: out = v.f; return true;
+    case Type::Int:
+      out = static_cast<double>(v.i);
+      return true;
+    case Type::Bool:
+      out = v.b;
+      return true;
+    case Type::Float:
+      out = v.f;
+      return true;
     case Type::String: {
       std::string s = py_strip(v.s, true, true), t;
       for (char c : s)
@@ -80,8 +86,10 @@ bool parse_py_float(const Value& v, double& out) {
       out = std::strtod(t.c_str(), &end);
       return *end == '\0';
     }
-    case Type::Undefined: fail_undefined(v);
-    default: return false;
+    case Type::Undefined:
+      fail_undefined(v);
+    default:
+      return false;
   }
 }
 
@@ -89,12 +97,23 @@ std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -157,7 +176,8 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a) {
   if (n == "default" || n == "d") {
     a.check("default", 2, {"default_value", "boolean"});
     bool boolean = truthy(a.get(1, "boolean", Value::boolean(false)));
-    if (v.is_undefined() || (boolean && !truthy(v))) return a.get(0, "default_value", Value::string(""));
+    if (v.is_undefined() || (boolean && !truthy(v)))
+      return a.get(0, "default_value", Value::string(""));
     return v;
   }
   if (n == "trim") {
@@ -232,15 +252,17 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a) {
   }
   if (n == "dictsort") {
     a.check("dictsort", 3, {"case_sensitive", "by", "reverse"});
-    if (v.type != Type::Dict) throw RuntimeError("You can only sort by either \"key\" or \"value\"");
+    if (v.type != Type::Dict)
+      throw RuntimeError("You can only sort by either \"key\" or \"value\"");
     bool cs = truthy(a.get(0, "case_sensitive", Value::boolean(false)));
     std::string by = py_str(a.get(1, "by", Value::string("key")));
-    if (by != "key" && by != "value") throw RuntimeError("You can only sort by either \"key\" or \"value\"");
+    if (by != "key" && by != "value")
+      throw RuntimeError("You can only sort by either \"key\" or \"value\"");
     CallArgs none;
     List items = *get_method(v, "items").fn->fn(none).list;
     Value pos = Value::integer(by == "key" ? 0 : 1);
-    return Value::make_list(sorted_items(Value::make_list(items),
-                                         truthy(a.get(2, "reverse", Value::boolean(false))), cs, pos));
+    return Value::make_list(sorted_items(
+        Value::make_list(items), truthy(a.get(2, "reverse", Value::boolean(false))), cs, pos));
   }
   if (n == "sort") {
     a.check("sort", 3, {"reverse", "case_sensitive", "attribute"});
@@ -334,7 +356,8 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a) {
   }
   if (n == "abs") {
     if (v.type == Type::Float) return Value::number(std::fabs(v.f));
-    if (v.type == Type::Int || v.type == Type::Bool) return negate(v, (v.type == Type::Int ? v.i : v.b) < 0);
+    if (v.type == Type::Int || v.type == Type::Bool)
+      return negate(v, (v.type == Type::Int ? v.i : v.b) < 0);
     throw RuntimeError("bad operand type for abs(): '" + type_name(v) + "'");
   }
   if (n == "round") {
@@ -352,7 +375,8 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a) {
   if (n == "indent") {
     a.check("indent", 3, {"width", "first", "blank"});
     Value w = a.get(0, "width", Value::integer(4));
-    std::string ind = w.is_string() ? w.s : std::string(static_cast<size_t>(std::max<int64_t>(0, w.i)), ' ');
+    std::string ind =
+        w.is_string() ? w.s : std::string(static_cast<size_t>(std::max<int64_t>(0, w.i)), ' ');
     CallArgs none;
     List lines = *get_method(Value::string(py_str(v) + "\n"), "splitlines").fn->fn(none).list;
     std::string rv;
@@ -405,16 +429,20 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a) {
     return Value::integer(words);
   }
   if (n == "tojson") {
-    // transformers: json.dumps(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
+    // transformers: json.dumps(x, ensure_ascii=False, indent=None, separators=None,
+    // sort_keys=False)
     a.check("tojson", 4, {"ensure_ascii", "indent", "separators", "sort_keys"});
     DumpOptions o;
     o.ensure_ascii = truthy(a.get(0, "ensure_ascii", Value::boolean(false)));
     Value indent = a.get(1, "indent");
     if (!indent.is_none()) {
       o.indent_set = true;
-      if (indent.is_string()) o.indent_unit = indent.s;
-      else if (indent.type == Type::Int) o.indent_unit = std::string(static_cast<size_t>(std::max<int64_t>(0, indent.i)), ' ');
-      else throw RuntimeError("tojson: indent must be an integer or a string");
+      if (indent.is_string())
+        o.indent_unit = indent.s;
+      else if (indent.type == Type::Int)
+        o.indent_unit = std::string(static_cast<size_t>(std::max<int64_t>(0, indent.i)), ' ');
+      else
+        throw RuntimeError("tojson: indent must be an integer or a string");
     }
     Value seps = a.get(2, "separators");
     if (!seps.is_none()) {

@@ -13,4 +13,10 @@ namespace tessera::jinja {
 Value apply_filter(const std::string& name, const Value& v, CallArgs& args);
 bool apply_test(const std::string& name, const Value& v, CallArgs& args);
 
+// Whether Jinja 3.1 has a filter / test of this name. Jinja rejects unknown names when it
+// compiles a template, except inside if-blocks and conditional expressions, where the error
+// comes only if the call runs; the parser mirrors that.
+bool is_jinja_filter(const std::string& name);
+bool is_jinja_test(const std::string& name);
+
 }  // namespace tessera::jinja

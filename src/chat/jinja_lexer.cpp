@@ -1,6 +1,7 @@
 #include "chat/jinja_lexer.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "chat/jinja_unicode.h"
@@ -15,7 +16,9 @@ void syntax_error(int line, int col, const std::string& msg) {
 
 namespace {
 
-bool ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool ascii_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 
 // Python's str.isspace over a whole (possibly empty) string.
 bool all_space(const std::string& s) {
@@ -76,6 +79,7 @@ class Lexer {
       size_t p = t + 2 + ((mod == '-' || mod == '+') ? 1 : 0);
       size_t end;  // just past the closing delimiter
       bool strip_after = false, trim = false;
+      if (opener == '#' && p >= n) break;  // Jinja ends silently on "{#" at the very end
       if (opener == '#') {
         size_t c = src_.find("#}", p);
         if (c == std::string::npos) syntax_error_at(t, "missing end of comment tag");
@@ -149,8 +153,10 @@ class Lexer {
     size_t close = src_.find("%}", p);
     bool strip_inner = close > 0 && src_[close - 1] == '-';
     size_t body = close + 2;
-    if (strip_inner) body += space_run(src_, body);
-    else if (src_.compare(body, 1, "\n") == 0 && src_[close - 1] != '+') ++body;
+    if (strip_inner)
+      body += space_run(src_, body);
+    else if (src_.compare(body, 1, "\n") == 0 && src_[close - 1] != '+')
+      ++body;
     for (size_t k = src_.find("{%", body); k != std::string::npos; k = src_.find("{%", k + 2)) {
       size_t q = k + 2;
       bool strip_before = q < src_.size() && src_[q] == '-';
@@ -179,8 +185,8 @@ class Lexer {
     while (true) {
       p += space_run(src_, p);
       if (p >= n)
-        syntax_error_at(p, std::string("unexpected end of template, expected '") +
-                               (block ? "%}" : "}}") + "'");
+        syntax_error_at(
+            p, std::string("unexpected end of template, expected '") + (block ? "%}" : "}}") + "'");
       if (stack.empty()) {
         const char* closers[3] = {block ? "-%}" : "-}}", block ? "+%}" : "", block ? "%}" : "}}"};
         bool closed = false;
@@ -217,9 +223,9 @@ class Lexer {
       } else if (c == '\'' || c == '"') {
         p = lex_string(p, t);
       } else {
-        static const char* ops[] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "/", "*", "%",
-                                    "~", "[", "]", "(", ")", "{", "}", ">", "<", "=", ".", ":",
-                                    "|", ",", ";"};
+        static const char* ops[] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "/",
+                                    "*",  "%",  "~",  "[",  "]",  "(",  ")", "{", "}",
+                                    ">",  "<",  "=",  ".",  ":",  "|",  ",", ";"};
         const char* hit = nullptr;
         for (const char* op : ops)
           if (src_.compare(p, std::strlen(op), op) == 0) {
@@ -280,6 +286,12 @@ class Lexer {
           t.kind = Tok::Float;
         }
       }
+      // Python integers have no leading zeros: "08" lexes as "0" then "8" (a syntax error).
+      if (t.kind == Tok::Int && src_[p] == '0') {
+        q = p + 1;
+        while (q < n && (src_[q] == '0' || (src_[q] == '_' && q + 1 < n && src_[q + 1] == '0')))
+          ++q;
+      }
     }
     t.text = src_.substr(p, q - p);
     return q;
@@ -320,20 +332,61 @@ class Lexer {
         out += s[k];
         continue;
       }
+      if (static_cast<unsigned char>(s[k + 1]) >= 0x80) {
+        // Jinja decodes literals as s.encode("ascii", "backslashreplace").decode("unicode-escape"),
+        // so a backslash before a non-ASCII character yields the text of its escape ("\\xe9").
+        std::u32string u = utf8_decode(s.substr(k + 1, 4));
+        char buf[16];
+        char32_t c = u.empty() ? 0 : u[0];
+        if (c <= 0xFF)
+          std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(c));
+        else if (c <= 0xFFFF)
+          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+        else
+          std::snprintf(buf, sizeof buf, "\\U%08x", static_cast<unsigned>(c));
+        out += buf;
+        std::string enc;
+        utf8_append(enc, c);
+        k += enc.size();
+        continue;
+      }
       char e = s[++k];
       switch (e) {
-        case '\n': break;  // line continuation
-        case '\\': out += '\\'; break;
-        case '\'': out += '\''; break;
-        case '"': out += '"'; break;
-        case 'a': out += '\a'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'v': out += '\v'; break;
-        case 'x': case 'u': case 'U': {
+        case '\n':
+          break;  // line continuation
+        case '\\':
+          out += '\\';
+          break;
+        case '\'':
+          out += '\'';
+          break;
+        case '"':
+          out += '"';
+          break;
+        case 'a':
+          out += '\a';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'v':
+          out += '\v';
+          break;
+        case 'x':
+        case 'u':
+        case 'U': {
           int len = e == 'x' ? 2 : e == 'u' ? 4 : 8;
           uint32_t cp = 0;
           for (int d = 0; d < len; ++d) {

@@ -18,8 +18,10 @@ std::string str_arg(const Value& v, const char* fn) {
 int64_t int_arg(const Value& v, const char* fn) {
   if (v.type == Type::Int) return v.i;
   if (v.type == Type::Bool) return v.b;
-  throw RuntimeError(std::string("'") + type_name(v) + "' object cannot be interpreted as an "
-                     "integer (in " + fn + "())");
+  throw RuntimeError(std::string("'") + type_name(v) +
+                     "' object cannot be interpreted as an "
+                     "integer (in " +
+                     fn + "())");
 }
 
 List split_ws(const std::u32string& u, int64_t maxsplit) {
@@ -99,7 +101,9 @@ std::string replace_all(const std::string& s, const std::string& from, const std
   return out + s.substr(i);
 }
 
-bool cased(char32_t c) { return py_isupper(c) || py_islower(c); }
+bool cased(char32_t c) {
+  return py_isupper(c) || py_islower(c);
+}
 
 std::string py_title_str(const std::string& s) {
   std::u32string u = utf8_decode(s);
@@ -129,7 +133,8 @@ bool affix(const std::string& s, const Value& arg, bool prefix, const CallArgs& 
     return std::min(x, n);
   };
   int64_t b = pos(a.get(1, "start"), 0), e = pos(a.get(2, "end"), n);
-  std::string sub = b <= e ? utf8_encode(u.substr(static_cast<size_t>(b), static_cast<size_t>(e - b))) : "";
+  std::string sub =
+      b <= e ? utf8_encode(u.substr(static_cast<size_t>(b), static_cast<size_t>(e - b))) : "";
   auto one = [&](const Value& x) {
     std::string t = str_arg(x, prefix ? "startswith" : "endswith");
     if (b > e) return false;
@@ -184,7 +189,8 @@ std::string py_format(const std::string& fmt, const CallArgs& a) {
     if (field.empty()) {
       if (auto_idx >= a.pos.size()) throw RuntimeError("Replacement index out of range");
       v = a.pos[auto_idx++];
-    } else if (std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
+    } else if (std::all_of(field.begin(), field.end(),
+                           [](char d) { return d >= '0' && d <= '9'; })) {
       size_t idx = std::stoul(field);
       if (idx >= a.pos.size()) throw RuntimeError("Replacement index out of range");
       v = a.pos[idx];
@@ -243,9 +249,9 @@ Value str_method(const std::string& s, const std::string& name, CallArgs& a) {
     size_t i = 0;
     while (i < u.size()) {
       size_t j = i;
-      while (j < u.size() && !(u[j] == '\n' || u[j] == '\r' || u[j] == 0x0B || u[j] == 0x0C ||
-                               u[j] == 0x1C || u[j] == 0x1D || u[j] == 0x1E || u[j] == 0x85 ||
-                               u[j] == 0x2028 || u[j] == 0x2029))
+      while (j < u.size() &&
+             !(u[j] == '\n' || u[j] == '\r' || u[j] == 0x0B || u[j] == 0x0C || u[j] == 0x1C ||
+               u[j] == 0x1D || u[j] == 0x1E || u[j] == 0x85 || u[j] == 0x2028 || u[j] == 0x2029))
         ++j;
       size_t e = j;
       if (j < u.size()) e = (u[j] == '\r' && j + 1 < u.size() && u[j + 1] == '\n') ? j + 2 : j + 1;
@@ -259,8 +265,7 @@ Value str_method(const std::string& s, const std::string& name, CallArgs& a) {
     return Value::string(replace_all(s, str_arg(a.get(0, "old"), "replace"),
                                      str_arg(a.get(1, "new"), "replace"), count));
   }
-  if (name == "find" || name == "rfind" || name == "index" || name == "rindex" ||
-      name == "count") {
+  if (name == "find" || name == "rfind" || name == "index" || name == "rindex" || name == "count") {
     std::string sub = str_arg(a.get(0, "sub"), name.c_str());
     if (name == "count") {
       if (sub.empty()) return Value::integer(static_cast<int64_t>(utf8_length(s)) + 1);
@@ -290,7 +295,8 @@ Value str_method(const std::string& s, const std::string& name, CallArgs& a) {
   if (name == "format") return Value::string(py_format(s, a));
   if (name == "removeprefix" || name == "removesuffix") {
     std::string t = str_arg(a.get(0, "affix"), name.c_str());
-    if (name == "removeprefix" && s.compare(0, t.size(), t) == 0) return Value::string(s.substr(t.size()));
+    if (name == "removeprefix" && s.compare(0, t.size(), t) == 0)
+      return Value::string(s.substr(t.size()));
     if (name == "removesuffix" && !t.empty() && s.size() >= t.size() &&
         s.compare(s.size() - t.size(), t.size(), t) == 0)
       return Value::string(s.substr(0, s.size() - t.size()));
@@ -309,8 +315,10 @@ Value str_method(const std::string& s, const std::string& name, CallArgs& a) {
       return Value::boolean(any);
     }
     for (char32_t c : u) {
-      bool ok = name == "isdigit" ? py_isdigit(c) : name == "isalpha" ? py_isalpha(c)
-              : name == "isalnum" ? py_isalnum(c) : py_isspace(c);
+      bool ok = name == "isdigit"   ? py_isdigit(c)
+                : name == "isalpha" ? py_isalpha(c)
+                : name == "isalnum" ? py_isalnum(c)
+                                    : py_isspace(c);
       if (!ok) return Value::boolean(false);
     }
     return Value::boolean(true);
@@ -318,11 +326,12 @@ Value str_method(const std::string& s, const std::string& name, CallArgs& a) {
   throw RuntimeError("'str' object has no attribute '" + name + "'");
 }
 
-const char* kStrMethods[] = {"strip", "lstrip", "rstrip", "upper", "lower", "casefold", "title",
-                             "capitalize", "startswith", "endswith", "split", "rsplit",
-                             "splitlines", "replace", "find", "rfind", "index", "rindex", "count",
-                             "join", "format", "removeprefix", "removesuffix", "isdigit",
-                             "isalpha", "isalnum", "isspace", "isupper", "islower"};
+const char* kStrMethods[] = {"strip",    "lstrip",       "rstrip",       "upper",      "lower",
+                             "casefold", "title",        "capitalize",   "startswith", "endswith",
+                             "split",    "rsplit",       "splitlines",   "replace",    "find",
+                             "rfind",    "index",        "rindex",       "count",      "join",
+                             "format",   "removeprefix", "removesuffix", "isdigit",    "isalpha",
+                             "isalnum",  "isspace",      "isupper",      "islower"};
 
 }  // namespace
 
@@ -331,7 +340,8 @@ Value get_method(const Value& obj, const std::string& name) {
     for (const char* m : kStrMethods)
       if (name == m) {
         std::string s = obj.s;
-        return Value::function("str." + name, [s, name](CallArgs& a) { return str_method(s, name, a); });
+        return Value::function("str." + name,
+                               [s, name](CallArgs& a) { return str_method(s, name, a); });
       }
     return Value::undefined("");
   }
@@ -342,8 +352,10 @@ Value get_method(const Value& obj, const std::string& name) {
         a.check(("dict." + name).c_str(), 0, {});
         List out;
         for (const auto& [k, v] : d->items) {
-          if (name == "items") out.push_back(Value::make_list({k, v}, /*tuple=*/true));
-          else out.push_back(name == "keys" ? k : v);
+          if (name == "items")
+            out.push_back(Value::make_list({k, v}, /*tuple=*/true));
+          else
+            out.push_back(name == "keys" ? k : v);
         }
         return Value::make_list(std::move(out));
       });

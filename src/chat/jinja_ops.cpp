@@ -103,7 +103,8 @@ Value get_slice(const Value& obj, const Value& start, const Value& stop, const V
   if (obj.type == Type::List) {
     slice_indices(start, stop, step, static_cast<int64_t>(obj.list->size()), b, e, s);
     List out;
-    for (int64_t k = b; s > 0 ? k < e : k > e; k += s) out.push_back((*obj.list)[static_cast<size_t>(k)]);
+    for (int64_t k = b; s > 0 ? k < e : k > e; k += s)
+      out.push_back((*obj.list)[static_cast<size_t>(k)]);
     return Value::make_list(std::move(out), obj.is_tuple);
   }
   if (obj.type == Type::String) {
@@ -112,7 +113,9 @@ Value get_slice(const Value& obj, const Value& start, const Value& stop, const V
     for (int64_t k = b; s > 0 ? k < e : k > e; k += s) out.push_back(u[static_cast<size_t>(k)]);
     return Value::string(utf8_encode(out));
   }
-  return Value::undefined("'" + object_type_repr(obj) + "' is not subscriptable");
+  // Jinja compiles slices to plain Python subscripts (no getitem fallback): other types raise.
+  if (obj.type == Type::Dict) throw RuntimeError("unhashable type: 'slice'");
+  throw RuntimeError("'" + type_name(obj) + "' object is not subscriptable");
 }
 
 List iterate(const Value& v) {
@@ -161,16 +164,25 @@ bool contains(const Value& container, const Value& item) {
 
 int64_t length(const Value& v) {
   switch (v.type) {
-    case Type::String: return static_cast<int64_t>(utf8_length(v.s));
-    case Type::List: return static_cast<int64_t>(v.list->size());
-    case Type::Dict: return static_cast<int64_t>(v.dict->items.size());
-    case Type::Undefined: return 0;
-    default: throw RuntimeError("object of type '" + type_name(v) + "' has no len()");
+    case Type::String:
+      return static_cast<int64_t>(utf8_length(v.s));
+    case Type::List:
+      return static_cast<int64_t>(v.list->size());
+    case Type::Dict:
+      return static_cast<int64_t>(v.dict->items.size());
+    case Type::Undefined:
+      return 0;
+    default:
+      throw RuntimeError("object of type '" + type_name(v) + "' has no len()");
   }
 }
 
-static bool is_int(const Value& v) { return v.type == Type::Int || v.type == Type::Bool; }
-static int64_t ival(const Value& v) { return v.type == Type::Bool ? v.b : v.i; }
+static bool is_int(const Value& v) {
+  return v.type == Type::Int || v.type == Type::Bool;
+}
+static int64_t ival(const Value& v) {
+  return v.type == Type::Bool ? v.b : v.i;
+}
 static double fval(const Value& v) {
   return v.type == Type::Float ? v.f : static_cast<double>(ival(v));
 }
@@ -285,9 +297,11 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
     if (ints && ival(b) >= 0) {
       int64_t base = ival(a), e = ival(b), acc = 1;
       while (e > 0) {
-        if ((e & 1) && __builtin_mul_overflow(acc, base, &acc)) throw RuntimeError("integer overflow");
+        if ((e & 1) && __builtin_mul_overflow(acc, base, &acc))
+          throw RuntimeError("integer overflow");
         e >>= 1;
-        if (e > 0 && __builtin_mul_overflow(base, base, &base)) throw RuntimeError("integer overflow");
+        if (e > 0 && __builtin_mul_overflow(base, base, &base))
+          throw RuntimeError("integer overflow");
       }
       return Value::integer(acc);
     }

@@ -7,14 +7,30 @@
 
 namespace tessera::jinja {
 
+static void arity(const std::string& n, const CallArgs& a, size_t want);
+
 static Value test_arg(const std::string& name, CallArgs& a) {
-  if (a.pos.empty() && a.kw.empty())
-    throw RuntimeError("test '" + name + "' needs an argument");
+  arity(name, a, 1);
   return a.pos.empty() ? a.kw[0].second : a.pos[0];
+}
+
+// Python's arity check on a test function called with `a`: `want` extra arguments.
+static void arity(const std::string& n, const CallArgs& a, size_t want) {
+  size_t got = a.pos.size() + a.kw.size();
+  if (got != want)
+    throw RuntimeError("test_" + n + "() takes " + std::to_string(want + 1) +
+                       " positional argument" + (want ? "s" : "") + " but " +
+                       std::to_string(got + 1) + " were given");
 }
 
 bool apply_test(const std::string& name, const Value& v, CallArgs& a) {
   const std::string& n = name;
+  static const char* unary[] = {"defined", "undefined", "none",     "boolean",  "true",
+                                "false",   "integer",   "float",    "number",   "string",
+                                "mapping", "iterable",  "sequence", "callable", "escaped",
+                                "lower",   "upper",     "even",     "odd"};
+  for (const char* u : unary)
+    if (n == u) arity(n, a, 0);
   if (n == "defined") return !v.is_undefined();
   if (n == "undefined") return v.is_undefined();
   if (n == "none") return v.is_none();
@@ -35,7 +51,8 @@ bool apply_test(const std::string& name, const Value& v, CallArgs& a) {
   if (n == "escaped") return false;
   if (n == "lower" || n == "upper") {
     CallArgs none;
-    return truthy(get_method(Value::string(py_str(v)), n == "lower" ? "islower" : "isupper").fn->fn(none));
+    return truthy(
+        get_method(Value::string(py_str(v)), n == "lower" ? "islower" : "isupper").fn->fn(none));
   }
   if (n == "even" || n == "odd" || n == "divisibleby") {
     Value d = n == "divisibleby" ? test_arg(n, a) : Value::integer(2);
@@ -55,16 +72,54 @@ bool apply_test(const std::string& name, const Value& v, CallArgs& a) {
     Value o = test_arg(n, a);
     if (v.type != o.type) return false;
     switch (v.type) {
-      case Type::None: case Type::Undefined: return true;
-      case Type::Bool: return v.b == o.b;
-      case Type::Int: return v.i == o.i;
-      case Type::List: return v.list == o.list;
-      case Type::Dict: case Type::Namespace: return v.dict == o.dict;
-      case Type::Callable: return v.fn == o.fn;
-      default: return false;
+      case Type::None:
+      case Type::Undefined:
+        return true;
+      case Type::Bool:
+        return v.b == o.b;
+      case Type::Int:
+        return v.i == o.i;
+      case Type::List:
+        return v.list == o.list;
+      case Type::Dict:
+      case Type::Namespace:
+        return v.dict == o.dict;
+      case Type::Callable:
+        return v.fn == o.fn;
+      default:
+        return false;
     }
   }
   throw RuntimeError("no test named '" + n + "'");
+}
+
+bool is_jinja_filter(const std::string& name) {
+  static const char* names[] = {
+      "abs",    "attr",       "batch",       "capitalize", "center",   "count",
+      "d",      "default",    "dictsort",    "e",          "escape",   "filesizeformat",
+      "first",  "float",      "forceescape", "format",     "groupby",  "indent",
+      "int",    "items",      "join",        "last",       "length",   "list",
+      "lower",  "map",        "max",         "min",        "pprint",   "random",
+      "reject", "rejectattr", "replace",     "reverse",    "round",    "safe",
+      "select", "selectattr", "slice",       "sort",       "string",   "striptags",
+      "sum",    "title",      "tojson",      "trim",       "truncate", "unique",
+      "upper",  "urlencode",  "urlize",      "wordcount",  "wordwrap", "xmlattr"};
+  for (const char* n : names)
+    if (name == n) return true;
+  return false;
+}
+
+bool is_jinja_test(const std::string& name) {
+  static const char* names[] = {
+      "boolean", "callable", "defined",  "divisibleby", "eq",       "equalto",     "escaped",
+      "even",    "false",    "filter",   "float",       "ge",       "greaterthan", "gt",
+      "in",      "integer",  "iterable", "le",          "lessthan", "lower",       "lt",
+      "mapping", "ne",       "none",     "number",      "odd",      "sameas",      "sequence",
+      "string",  "test",     "true",     "undefined",   "upper",    "==",          "!=",
+      "<",       "<=",       ">",        ">="};
+  for (const char* n : names)
+    if (name == n) return true;
+  return false;
 }
 
 }  // namespace tessera::jinja

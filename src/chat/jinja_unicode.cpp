@@ -83,16 +83,33 @@ size_t utf8_length(const std::string& s) {
 // CPython's _PyUnicode_IsWhitespace: bidirectional types WS, B, S plus Zs.
 bool py_isspace(char32_t c) {
   switch (c) {
-    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x1C: case 0x1D: case 0x1E:
-    case 0x1F: case 0x20: case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029:
-    case 0x202F: case 0x205F: case 0x3000:
+    case 0x09:
+    case 0x0A:
+    case 0x0B:
+    case 0x0C:
+    case 0x0D:
+    case 0x1C:
+    case 0x1D:
+    case 0x1E:
+    case 0x1F:
+    case 0x20:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
       return true;
     default:
       return c >= 0x2000 && c <= 0x200A;
   }
 }
 
-static bool valid_cp(char32_t c) { return c <= 0x10FFFF && !(c >= 0xD800 && c <= 0xDFFF); }
+static bool valid_cp(char32_t c) {
+  return c <= 0x10FFFF && !(c >= 0xD800 && c <= 0xDFFF);
+}
 
 char32_t py_lower(char32_t c) {
   if (c < 0x80) return (c >= 'A' && c <= 'Z') ? c + 32 : c;
@@ -111,17 +128,22 @@ char32_t py_title(char32_t c) {
 }
 
 static utf8proc_category_t cat(char32_t c) {
-  return valid_cp(c) ? utf8proc_category(static_cast<utf8proc_int32_t>(c))
-                     : UTF8PROC_CATEGORY_CN;
+  return valid_cp(c) ? utf8proc_category(static_cast<utf8proc_int32_t>(c)) : UTF8PROC_CATEGORY_CN;
 }
 bool py_isalpha(char32_t c) {
   auto k = cat(c);
   return k == UTF8PROC_CATEGORY_LU || k == UTF8PROC_CATEGORY_LL || k == UTF8PROC_CATEGORY_LT ||
          k == UTF8PROC_CATEGORY_LM || k == UTF8PROC_CATEGORY_LO;
 }
-bool py_isdigit(char32_t c) { return cat(c) == UTF8PROC_CATEGORY_ND; }
-bool py_isalnum(char32_t c) { return py_isalpha(c) || py_isdigit(c); }
-bool py_islower(char32_t c) { return cat(c) == UTF8PROC_CATEGORY_LL; }
+bool py_isdigit(char32_t c) {
+  return cat(c) == UTF8PROC_CATEGORY_ND;
+}
+bool py_isalnum(char32_t c) {
+  return py_isalpha(c) || py_isdigit(c);
+}
+bool py_islower(char32_t c) {
+  return cat(c) == UTF8PROC_CATEGORY_LL;
+}
 bool py_isupper(char32_t c) {
   auto k = cat(c);
   return k == UTF8PROC_CATEGORY_LU || k == UTF8PROC_CATEGORY_LT;
@@ -137,8 +159,7 @@ std::string py_strip(const std::string& s, bool left, bool right) {
   return utf8_encode(u.substr(b, e - b));
 }
 
-std::string py_strip_chars(const std::string& s, const std::string& chars, bool left,
-                           bool right) {
+std::string py_strip_chars(const std::string& s, const std::string& chars, bool left, bool right) {
   std::u32string u = utf8_decode(s), set = utf8_decode(chars);
   size_t b = 0, e = u.size();
   if (left)

@@ -57,7 +57,8 @@ bool CallArgs::has(size_t index, const char* name) const {
     if (kv.first == name) return true;
   return false;
 }
-void CallArgs::check(const char* fn, size_t max_pos, std::initializer_list<const char*> names) const {
+void CallArgs::check(const char* fn, size_t max_pos,
+                     std::initializer_list<const char*> names) const {
   if (pos.size() > max_pos)
     throw RuntimeError(std::string(fn) + "() takes at most " + std::to_string(max_pos) +
                        " positional arguments (" + std::to_string(pos.size()) + " given)");
@@ -227,9 +228,14 @@ static bool printable(char32_t c) {
   if (c == ' ') return true;
   if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return false;
   switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
-    case UTF8PROC_CATEGORY_CC: case UTF8PROC_CATEGORY_CF: case UTF8PROC_CATEGORY_CS:
-    case UTF8PROC_CATEGORY_CO: case UTF8PROC_CATEGORY_CN: case UTF8PROC_CATEGORY_ZL:
-    case UTF8PROC_CATEGORY_ZP: case UTF8PROC_CATEGORY_ZS:
+    case UTF8PROC_CATEGORY_CC:
+    case UTF8PROC_CATEGORY_CF:
+    case UTF8PROC_CATEGORY_CS:
+    case UTF8PROC_CATEGORY_CO:
+    case UTF8PROC_CATEGORY_CN:
+    case UTF8PROC_CATEGORY_ZL:
+    case UTF8PROC_CATEGORY_ZP:
+    case UTF8PROC_CATEGORY_ZS:
       return false;
     default:
       return true;
@@ -361,8 +367,12 @@ static Value from_json_impl(const J& j) {
       return Value::none();  // binary and discarded values do not occur in parsed JSON
   }
 }
-Value from_json(const nlohmann::ordered_json& j) { return from_json_impl(j); }
-Value from_json(const nlohmann::json& j) { return from_json_impl(j); }
+Value from_json(const nlohmann::ordered_json& j) {
+  return from_json_impl(j);
+}
+Value from_json(const nlohmann::json& j) {
+  return from_json_impl(j);
+}
 
 // ref: CPython Lib/json/encoder.py (py_encode_basestring / _ascii, _make_iterencode).
 static void json_string(std::string& out, const std::string& s, bool ensure_ascii) {
@@ -370,14 +380,29 @@ static void json_string(std::string& out, const std::string& s, bool ensure_asci
   char hex[16];
   for (char32_t c : utf8_decode(s)) {
     switch (c) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\f': out += "\\f"; continue;
-      default: break;
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
+      case '\b':
+        out += "\\b";
+        continue;
+      case '\f':
+        out += "\\f";
+        continue;
+      default:
+        break;
     }
     if (c < 0x20 || (ensure_ascii && c > 0x7E)) {
       if (c > 0xFFFF) {
@@ -396,11 +421,16 @@ static void json_string(std::string& out, const std::string& s, bool ensure_asci
 
 static std::string json_key(const Value& k) {
   switch (k.type) {
-    case Type::String: return k.s;
-    case Type::Int: return std::to_string(k.i);
-    case Type::Float: return float_repr(k.f);
-    case Type::Bool: return k.b ? "true" : "false";
-    case Type::None: return "null";
+    case Type::String:
+      return k.s;
+    case Type::Int:
+      return std::to_string(k.i);
+    case Type::Float:
+      return float_repr(k.f);
+    case Type::Bool:
+      return k.b ? "true" : "false";
+    case Type::None:
+      return "null";
     default:
       throw RuntimeError("keys must be str, int, float, bool or None, not " + type_name(k));
   }
@@ -416,15 +446,26 @@ static void dump(std::string& out, const Value& v, const DumpOptions& o, int lev
     for (int k = 0; k < lv; ++k) out += o.indent_unit;
   };
   switch (v.type) {
-    case Type::None: out += "null"; return;
-    case Type::Bool: out += v.b ? "true" : "false"; return;
-    case Type::Int: out += std::to_string(v.i); return;
-    case Type::Float:
-      if (std::isnan(v.f)) out += "NaN";
-      else if (std::isinf(v.f)) out += v.f < 0 ? "-Infinity" : "Infinity";
-      else out += float_repr(v.f);
+    case Type::None:
+      out += "null";
       return;
-    case Type::String: json_string(out, v.s, o.ensure_ascii); return;
+    case Type::Bool:
+      out += v.b ? "true" : "false";
+      return;
+    case Type::Int:
+      out += std::to_string(v.i);
+      return;
+    case Type::Float:
+      if (std::isnan(v.f))
+        out += "NaN";
+      else if (std::isinf(v.f))
+        out += v.f < 0 ? "-Infinity" : "Infinity";
+      else
+        out += float_repr(v.f);
+      return;
+    case Type::String:
+      json_string(out, v.s, o.ensure_ascii);
+      return;
     case Type::List: {
       if (v.list->empty()) {
         out += "[]";

@@ -43,10 +43,10 @@ struct Value {
   bool b = false;
   int64_t i = 0;
   double f = 0;
-  std::string s;                  // String; for Undefined the error to raise when it is used
-  std::shared_ptr<List> list;     // List (is_tuple: a Python tuple, printed with parentheses)
-  std::shared_ptr<Dict> dict;     // Dict and Namespace (insertion-ordered, like Python dicts)
-  std::shared_ptr<Callable> fn;   // Callable
+  std::string s;                 // String; for Undefined the error to raise when it is used
+  std::shared_ptr<List> list;    // List (is_tuple: a Python tuple, printed with parentheses)
+  std::shared_ptr<Dict> dict;    // Dict and Namespace (insertion-ordered, like Python dicts)
+  std::shared_ptr<Callable> fn;  // Callable
   bool is_tuple = false;
 
   static Value undefined(std::string hint) {
@@ -127,10 +127,10 @@ struct CallArgs {
 bool truthy(const Value& v);
 bool equals(const Value& a, const Value& b);
 int compare(const Value& a, const Value& b, const char* op);  // <0, 0, >0; throws on mismatch
-std::string py_str(const Value& v);   // str(v); Undefined -> ""
-std::string py_repr(const Value& v);  // repr(v)
-std::string type_name(const Value& v);  // Python's type name, for error messages
-std::string float_repr(double d);       // repr(float)
+std::string py_str(const Value& v);                           // str(v); Undefined -> ""
+std::string py_repr(const Value& v);                          // repr(v)
+std::string type_name(const Value& v);             // Python's type name, for error messages
+std::string float_repr(double d);                  // repr(float)
 [[noreturn]] void fail_undefined(const Value& v);  // raise the Undefined's error
 
 // JSON in and out. from_json keeps object key order when given ordered_json.

@@ -87,6 +87,9 @@ TEST_P(Goldens, MatchTransformers) {
       EXPECT_EQ(got, c["output"].get<std::string>());
     } else {
       ++errors;
+      // transformers' apply_chat_template reads conversation[0] before rendering, so an empty
+      // conversation fails there (IndexError) whatever the template does.
+      if (conv["messages"].empty() && c["error_type"] == "IndexError") continue;
       try {
         std::string got = tmpl.render(conv["messages"], agp, ctx);
         ADD_FAILURE() << "expected an error (" << c["error"] << "), got: " << got;

@@ -12,7 +12,9 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-enum Expect { kOk, kRaise, kError };
+// kError: a run-time error (Error(invalid_argument)); kSyntax: rejected when parsed
+// (Error(invalid_model)), as Jinja rejects it when compiling.
+enum Expect { kOk, kRaise, kError, kSyntax };
 
 struct Case {
   const char* name;
@@ -185,7 +187,7 @@ const Case kCases[] = {
     {"Filter12_TypeError", R"J({{ missing|tojson }})J",
      R"J()J", kError, R"J()J"},
     {"Filter13_TemplateAssertionError", R"J({{ x|nosuchfilter }})J",
-     R"J()J", kError, R"J()J"},
+     R"J()J", kSyntax, R"J()J"},
     {"Filter14_TypeError", R"J({% set ns = namespace(a=1) %}{{ ns|tojson }})J",
      R"J()J", kError, R"J()J"},
     {"Filter15", R"J({{ 'abc'|attr('upper')() }} {{ {'a': 1}|attr('a') is defined }})J",
@@ -201,7 +203,7 @@ const Case kCases[] = {
     {"Test4", R"J({{ 4 is even }} {{ 3 is odd }} {{ 9 is divisibleby 3 }} {{ 9 is divisibleby(4) }} {{ 2 is equalto 2 }} {{ 2 is eq(3) }} {{ 2 is ne 3 }} {{ 1 is lt 2 }} {{ 2 is ge 2 }} {{ 'a' is in 'abc' }} {{ 2 is in [1] }} {{ 'ab' is lower }} {{ 'AB' is upper }} {{ range is callable }} {{ 'x' is callable }} {{ none is sameas none }} {{ false is sameas false }})J",
      R"J()J", kOk, R"J(True True True False True False True True True True False True True True False True True)J"},
     {"Test5_TemplateAssertionError", R"J({{ 1 is nosuchtest }})J",
-     R"J()J", kError, R"J()J"},
+     R"J()J", kSyntax, R"J()J"},
     {"Method1", R"J({{ 'hello'.startswith('he') }} {{ 'hello'.startswith(('x', 'h')) }} {{ 'hello'.endswith('lo') }} {{ 'hello'.startswith('l', 2) }} {{ 'a,b,,c'.split(',') }} {{ '  a  b \n c '.split() }} {{ 'a b c'.split(' ', 1) }} {{ 'a,b,c'.rsplit(',', 1) }} {{ 'x</think>y</think>z'.split('</think>')[-1] }})J",
      R"J()J", kOk, R"J(True True True True ['a', 'b', '', 'c'] ['a', 'b', 'c'] ['a', 'b c'] ['a,b', 'c'] z)J"},
     {"Method2", R"J([{{ '  pad  '.strip() }}] [{{ '\n\nx\n'.lstrip('\n') }}] [{{ 'x\n\n'.rstrip('\n') }}] [{{ '<<x>>'.strip('<>') }}] {{ 'Hello'.upper() }} {{ 'Hello'.lower() }} {{ 'hello world'.title() }} {{ 'hELLO'.capitalize() }} {{ 'a-b'.replace('-', '') }} {{ 'ab'.replace('', '.') }})J",
@@ -263,6 +265,30 @@ comment #}{{ 'b' }})J",
 )J",
      R"J()J", kOk, R"J(trailing newline kept once
 )J"},
+    {"Quirk1", R"J({% if true: %}a{% elif false: %}b{% else: %}c{% endif %}{% for x in [1]: %}{{ x }}{% else: %}{% endfor %}{% macro m(): %}M{% endmacro %}{{ m() }})J",
+     R"J()J", kOk, R"J(a1M)J"},
+    {"Quirk2", R"J({{ d[] }}|{{ [1, 2, 3][1:] }}|{{ 'abc'[:-1] }})J",
+     R"J({"d": {}})J", kOk, R"J(|[2, 3]|ab)J"},
+    {"Quirk3_TemplateSyntaxError", R"J({{ 08 }})J",
+     R"J()J", kSyntax, R"J()J"},
+    {"Quirk4", R"J({{ 0 }}{{ 00 }}{{ 0.5 }}{{ 08.5 }}{{ 1e3 }})J",
+     R"J()J", kOk, R"J(000.58.51000.0)J"},
+    {"Quirk5", R"J({{ '\é|\\é|é' }})J",
+     R"J()J", kOk, R"J(\xe9|\é|é)J"},
+    {"Quirk6", R"J(a{#)J",
+     R"J()J", kOk, R"J(a)J"},
+    {"Quirk7", R"J({% set ns = namespace(a=1) %}{% set ns.a, b = 5, 6 %}{{ ns.a }}{{ b }}{% set ns.c %}blk{% endset %}{{ ns.c }})J",
+     R"J()J", kOk, R"J(56blk)J"},
+    {"Quirk8_TemplateSyntaxError", R"J({% set a, = [1] %})J",
+     R"J()J", kSyntax, R"J()J"},
+    {"Quirk9", R"J({% if false %}{{ x|nosuchfilter }}{{ y is nosuchtest }}{% endif %}{{ 'ok' if true else z|nosuchfilter }})J",
+     R"J()J", kOk, R"J(ok)J"},
+    {"Quirk10_TemplateAssertionError", R"J({% if true %}{% for x in [1] %}{{ x|nosuchfilter }}{% endfor %}{% endif %})J",
+     R"J()J", kSyntax, R"J()J"},
+    {"Quirk11_TypeError", R"J({{ x is defined y }})J",
+     R"J({"x": 1})J", kError, R"J()J"},
+    {"Quirk12_TypeError", R"J({{ d[:1] }})J",
+     R"J({"d": {"a": 1}})J", kError, R"J()J"},
 };
 
 // Renders with `messages` taken from the context (default []), add_generation_prompt=False.
@@ -289,6 +315,14 @@ TEST_P(Construct, MatchesJinja) {
       } catch (const Error& e) {
         EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
         EXPECT_STREQ(e.what(), c.result);
+      }
+      break;
+    case kSyntax:
+      try {
+        ChatTemplate t(c.tmpl);
+        ADD_FAILURE() << "parsed without error";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::invalid_model) << e.what();
       }
       break;
     case kError:

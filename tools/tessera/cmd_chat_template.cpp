@@ -13,7 +13,8 @@
 namespace tessera::cli {
 
 void add_chat_template_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("chat-template", "render a conversation with the model's chat template");
+  auto* cmd =
+      app.add_subcommand("chat-template", "render a conversation with the model's chat template");
   struct Args {
     std::string model, messages;
     bool no_generation_prompt = false;
@@ -29,8 +30,9 @@ void add_chat_template_command(CLI::App& app) {
     run_command([&] {
       std::string source = find_chat_template_source(a->model);
       if (source.empty())
-        fail_model(a->model + ": no chat template (tokenizer_config.json has no \"chat_template\" "
-                              "and there is no chat_template.jinja)");
+        fail_model(a->model +
+                   ": no chat template (tokenizer_config.json has no \"chat_template\" "
+                   "and there is no chat_template.jinja)");
       std::ifstream f(a->messages, std::ios::binary);
       if (!f) fail(ErrorKind::io, "cannot read " + a->messages);
       std::ostringstream ss;
@@ -46,8 +48,8 @@ void add_chat_template_command(CLI::App& app) {
         if (!messages[i].is_object())
           fail_arg(a->messages + ": message " + std::to_string(i) + " is not a JSON object");
       ChatTemplate tmpl(source);
-      std::string out = tmpl.render(messages, !a->no_generation_prompt,
-                                    chat_template_special_tokens(a->model));
+      std::string out =
+          tmpl.render(messages, !a->no_generation_prompt, chat_template_special_tokens(a->model));
       std::fwrite(out.data(), 1, out.size(), stdout);
       std::fflush(stdout);
       return 0;
