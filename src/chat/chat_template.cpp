@@ -121,4 +121,13 @@ nlohmann::ordered_json chat_template_special_tokens(const std::string& dir) {
   return out;
 }
 
+std::string apply_chat_template(const ChatTemplate& tmpl, const nlohmann::ordered_json& messages,
+                                bool add_generation_prompt, const nlohmann::ordered_json& context) {
+  // transformers 5's apply_chat_template refuses an empty conversation before rendering,
+  // whatever the template would do with it.
+  if (messages.is_array() && messages.empty())
+    fail_arg("Cannot apply chat template to an empty conversation. Provide at least one message.");
+  return tmpl.render(messages, add_generation_prompt, context);
+}
+
 }  // namespace tessera

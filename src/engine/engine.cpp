@@ -87,19 +87,10 @@ class StreamImpl final : public RequestStream {
   bool finished_ = false;
 };
 
-nlohmann::json messages_json(const std::vector<ChatMessage>& messages) {
-  nlohmann::json j = nlohmann::json::array();
+nlohmann::ordered_json messages_json(const std::vector<ChatMessage>& messages) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
   for (const auto& m : messages) j.push_back({{"role", m.role}, {"content", m.content}});
   return j;
-}
-
-// A special token's text from tokenizer_config.json (a string or {"content": ...}).
-std::string config_token(const nlohmann::json& cfg, const char* key) {
-  if (!cfg.contains(key)) return "";
-  const auto& v = cfg[key];
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
-  return "";
 }
 
 class EngineImpl final : public Engine {
@@ -132,8 +123,7 @@ class EngineImpl final : public Engine {
     if (fs::exists(fs::path(o.model_dir) / "tokenizer.json")) tokenizer_ = Tokenizer::load(o.model_dir);
     const std::string tmpl = find_chat_template_source(o.model_dir);
     if (!tmpl.empty()) chat_template_ = std::make_unique<ChatTemplate>(tmpl);
-    const std::string cfg_path = (fs::path(o.model_dir) / "tokenizer_config.json").string();
-    if (fs::exists(cfg_path)) tokenizer_config_ = read_json_file(cfg_path);
+    if (chat_template_) template_context_ = chat_template_special_tokens(o.model_dir);
 
     // The EOS set: the model's (generation_config.json), the tokenizer's, and the chat
     // end-of-turn tokens of the families tessera knows.
@@ -269,10 +259,8 @@ class EngineImpl final : public Engine {
 
   std::string render_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
     if (!chat_template_) fail_arg("this model directory has no chat template (tokenizer_config.json chat_template)");
-    nlohmann::json ctx = nlohmann::json::object();
-    ctx["bos_token"] = config_token(tokenizer_config_, "bos_token");
-    ctx["eos_token"] = config_token(tokenizer_config_, "eos_token");
-    return chat_template_->render(messages_json(messages), add_generation_prompt, ctx);
+    return tessera::apply_chat_template(*chat_template_, messages_json(messages), add_generation_prompt,
+                               template_context_);
   }
 
   GenerateResult chat(const std::vector<ChatMessage>& messages, const GenerateOptions& opts,
@@ -409,7 +397,7 @@ class EngineImpl final : public Engine {
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ChatTemplate> chat_template_;
-  nlohmann::json tokenizer_config_ = nlohmann::json::object();
+  nlohmann::ordered_json template_context_ = nlohmann::ordered_json::object();  // bos_token, ...
   std::vector<int32_t> eos_;
   int context_ = 0;
   std::unique_ptr<KvPool> pool_;

@@ -49,7 +49,7 @@ void add_chat_template_command(CLI::App& app) {
           fail_arg(a->messages + ": message " + std::to_string(i) + " is not a JSON object");
       ChatTemplate tmpl(source);
       std::string out =
-          tmpl.render(messages, !a->no_generation_prompt, chat_template_special_tokens(a->model));
+          apply_chat_template(tmpl, messages, !a->no_generation_prompt, chat_template_special_tokens(a->model));
       std::fwrite(out.data(), 1, out.size(), stdout);
       std::fflush(stdout);
       return 0;
