@@ -42,6 +42,9 @@ class BpeModel {
   void load_vocab(const JNode& vocab);
   void load_merges(const JNode& merges);
   void merge_word(std::string_view word, std::vector<int32_t>& out) const;
+  // merge_word through the word cache (words shorter than kCacheMaxLen).
+  void merge_cached(std::string_view word, std::vector<int32_t>& out) const;
+  void build_adjacent_pairs();
   int32_t char_id(std::string_view ch, bool first, bool last) const;
 
   StringIdMap vocab_;
@@ -57,6 +60,14 @@ class BpeModel {
   bool fuse_unk_ = false, byte_fallback_ = false, ignore_merges_ = false;
   int32_t byte_ids_[256];
   bool all_bytes_ = false;  // every <0xNN> token exists
+
+  // Every pair of characters that appear next to each other inside some vocabulary token. Merges
+  // only ever produce vocabulary tokens, so no merge can join x|y when (x, y) is not in this set
+  // and both are single-character tokens: a long word can be cut there and its pieces merged
+  // (and cached) independently with the same result. Gemma's pre-tokenizer leaves whole
+  // documents as one word; this cuts them before almost every "▁".
+  CharPairSet adjacent_;
+  bool split_long_words_ = false;
 
   // Words shorter than kCacheMaxLen bytes, up to kCacheCapacity of them (like HF, entries are
   // never evicted). Sharded with try_lock so that concurrent encodes never wait on it.

@@ -4,8 +4,12 @@
 // entry, which is most of the load time of a 262k-token / 515k-merge vocabulary.
 #pragma once
 
+#include <sys/mman.h>
+
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,7 +36,63 @@ inline uint64_t hash_bytes(const char* p, size_t n) {
   return mix64(h ^ v ^ (n << 59), k1 ^ 0x8ebc6af09c88c6e3ull);
 }
 
-// String -> int32 map whose keys live in one arena string.
+constexpr size_t kHeadBytes = 16;
+struct KeyHead {
+  uint64_t w[2];
+  bool operator==(const KeyHead& o) const { return w[0] == o.w[0] && w[1] == o.w[1]; }
+};
+inline KeyHead key_head(std::string_view k) {
+  KeyHead h{{0, 0}};
+  std::memcpy(h.w, k.data(), k.size() < kHeadBytes ? k.size() : kHeadBytes);
+  return h;
+}
+
+// A zero-filled array in 2 MB pages where the kernel allows (THP in madvise mode): the tables
+// below are 8-16 MB and read at random, so 4 KB pages would miss the TLB on most lookups.
+template <class T>
+class BigArray {
+ public:
+  BigArray() = default;
+  explicit BigArray(size_t n, const T& fill) { assign(n, fill); }
+  BigArray(BigArray&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr; o.n_ = 0; }
+  BigArray& operator=(BigArray&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+    return *this;
+  }
+  ~BigArray() { release(); }
+  void assign(size_t n, const T& fill) {
+    release();
+    size_t bytes = (n * sizeof(T) + (1u << 21) - 1) & ~size_t((1u << 21) - 1);
+    if (bytes == 0) return;
+    void* p = std::aligned_alloc(1u << 21, bytes);
+    if (!p) throw std::bad_alloc();
+    madvise(p, bytes, MADV_HUGEPAGE);
+    p_ = static_cast<T*>(p);
+    n_ = n;
+    for (size_t i = 0; i < n; ++i) new (p_ + i) T(fill);
+  }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  T& operator[](size_t i) { return p_[i]; }
+  const T& operator[](size_t i) const { return p_[i]; }
+  T* begin() { return p_; }
+  T* end() { return p_ + n_; }
+  const T* begin() const { return p_; }
+  const T* end() const { return p_ + n_; }
+
+ private:
+  void release() {
+    std::free(p_);
+    p_ = nullptr;
+    n_ = 0;
+  }
+  T* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+// String -> int32 map whose keys live in one arena string. Each 32-byte slot also holds the key's
+// first 16 bytes, so that most lookups (BPE tokens are short) touch no memory but the slot.
 class StringIdMap {
  public:
   void reserve(size_t n, size_t key_bytes) {
@@ -44,13 +104,20 @@ class StringIdMap {
   }
   // Inserts or overwrites. Returns false when the key already existed (the value is replaced).
   bool insert(std::string_view key, int32_t value) {
+    return insert_hashed(key, hash_bytes(key.data(), key.size()), value);
+  }
+  // Prefetches the slot that insert_hashed(.., h, ..) will look at first.
+  void prefetch(uint64_t h) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[h & mask_]);
+  }
+  bool insert_hashed(std::string_view key, uint64_t h, int32_t value) {
     if ((size_ + 1) * 2 > slots_.size()) grow();
-    uint64_t h = hash_bytes(key.data(), key.size());
     Slot* s = probe(key, h);
     if (s->value != kEmpty) {
       s->value = value;
       return false;
     }
+    s->head = key_head(key);
     s->tag = static_cast<uint32_t>(h >> 32);
     s->off = static_cast<uint32_t>(arena_.size());
     s->len = static_cast<uint32_t>(key.size());
@@ -63,15 +130,14 @@ class StringIdMap {
   int32_t find(std::string_view key) const {
     if (slots_.empty()) return -1;
     uint64_t h = hash_bytes(key.data(), key.size());
-    uint32_t tag = static_cast<uint32_t>(h >> 32);
-    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
-      const Slot& s = slots_[i];
-      if (s.value == kEmpty) return -1;
-      if (s.tag == tag && s.len == key.size() &&
-          std::memcmp(arena_.data() + s.off, key.data(), key.size()) == 0) {
-        return s.value;
-      }
-    }
+    const Slot* s = const_cast<StringIdMap*>(this)->probe(key, h);
+    return s->value == kEmpty ? -1 : s->value;
+  }
+  // find() with the hash already computed (see prefetch()).
+  int32_t find_hashed(std::string_view key, uint64_t h) const {
+    if (slots_.empty()) return -1;
+    const Slot* s = const_cast<StringIdMap*>(this)->probe(key, h);
+    return s->value == kEmpty ? -1 : s->value;
   }
   size_t size() const { return size_; }
   // Calls f(key, value) for every entry.
@@ -84,23 +150,28 @@ class StringIdMap {
 
  private:
   static constexpr int32_t kEmpty = INT32_MIN;
-  struct Slot {
-    uint32_t tag = 0, off = 0, len = 0;
+  struct alignas(32) Slot {
+    KeyHead head{{0, 0}};  // the key's first 16 bytes, zero-padded
+    uint32_t off = 0, len = 0;
     int32_t value = kEmpty;
+    uint32_t tag = 0;  // high half of the hash
   };
   Slot* probe(std::string_view key, uint64_t h) {
     uint32_t tag = static_cast<uint32_t>(h >> 32);
+    KeyHead head = key_head(key);
     for (size_t i = h & mask_;; i = (i + 1) & mask_) {
       Slot& s = slots_[i];
       if (s.value == kEmpty) return &s;
-      if (s.tag == tag && s.len == key.size() &&
-          std::memcmp(arena_.data() + s.off, key.data(), key.size()) == 0) {
+      if (s.tag == tag && s.len == key.size() && s.head == head &&
+          (key.size() <= kHeadBytes ||
+           std::memcmp(arena_.data() + s.off + kHeadBytes, key.data() + kHeadBytes,
+                       key.size() - kHeadBytes) == 0)) {
         return &s;
       }
     }
   }
   void grow() {
-    std::vector<Slot> old = std::move(slots_);
+    BigArray<Slot> old = std::move(slots_);
     size_t cap = old.empty() ? 16 : old.size() * 2;
     slots_.assign(cap, Slot{});
     mask_ = cap - 1;
@@ -113,7 +184,7 @@ class StringIdMap {
     }
   }
 
-  std::vector<Slot> slots_;
+  BigArray<Slot> slots_;
   size_t mask_ = 0, size_ = 0;
   std::string arena_;
 };
@@ -140,6 +211,9 @@ class PairMap {
     if (slots_[i].key == kEmpty) ++size_;
     slots_[i] = Slot{key, v};
   }
+  void prefetch(int32_t a, int32_t b) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[hash(pack(a, b)) & mask_]);
+  }
   const Value* find(int32_t a, int32_t b) const {
     if (slots_.empty()) return nullptr;
     uint64_t key = pack(a, b);
@@ -162,7 +236,7 @@ class PairMap {
   }
   static uint64_t hash(uint64_t key) { return mix64(key, 0x9E3779B97F4A7C15ull); }
   void grow() {
-    std::vector<Slot> old = std::move(slots_);
+    BigArray<Slot> old = std::move(slots_);
     size_t cap = old.empty() ? 16 : old.size() * 2;
     slots_.assign(cap, Slot{});
     mask_ = cap - 1;
@@ -174,7 +248,50 @@ class PairMap {
     }
   }
 
-  std::vector<Slot> slots_;
+  BigArray<Slot> slots_;
+  size_t mask_ = 0, size_ = 0;
+};
+
+// A set of (code point, code point) pairs.
+class CharPairSet {
+ public:
+  void insert(char32_t a, char32_t b) {
+    if ((size_ + 1) * 2 > slots_.size()) grow();
+    uint64_t key = pack(a, b);
+    size_t i = hash(key) & mask_;
+    while (slots_[i] != kEmpty && slots_[i] != key) i = (i + 1) & mask_;
+    if (slots_[i] == kEmpty) {
+      slots_[i] = key;
+      ++size_;
+    }
+  }
+  bool contains(char32_t a, char32_t b) const {
+    if (slots_.empty()) return false;
+    uint64_t key = pack(a, b);
+    for (size_t i = hash(key) & mask_;; i = (i + 1) & mask_) {
+      if (slots_[i] == key) return true;
+      if (slots_[i] == kEmpty) return false;
+    }
+  }
+  size_t size() const { return size_; }
+
+ private:
+  static constexpr uint64_t kEmpty = ~0ull;
+  static uint64_t pack(char32_t a, char32_t b) { return (uint64_t(a) << 32) | b; }
+  static uint64_t hash(uint64_t key) { return mix64(key, 0xD6E8FEB86659FD93ull); }
+  void grow() {
+    std::vector<uint64_t> old = std::move(slots_);
+    size_t cap = old.empty() ? 1024 : old.size() * 2;
+    slots_.assign(cap, kEmpty);
+    mask_ = cap - 1;
+    for (uint64_t k : old) {
+      if (k == kEmpty) continue;
+      size_t i = hash(k) & mask_;
+      while (slots_[i] != kEmpty) i = (i + 1) & mask_;
+      slots_[i] = k;
+    }
+  }
+  std::vector<uint64_t> slots_;
   size_t mask_ = 0, size_ = 0;
 };
 
