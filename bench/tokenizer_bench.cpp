@@ -90,9 +90,10 @@ int main(int argc, char** argv) {
   size_t corpus_bytes = 0;
   for (const std::string& t : corpus) corpus_bytes += t.size();
 
-  std::printf("tokenizer bench: document %.2f MB (corpus x16), %zu corpus lines (%.1f KB), "
-              "100 KB no-space string; single thread\n",
-              big.size() / 1e6, corpus.size(), corpus_bytes / 1e3);
+  std::printf(
+      "tokenizer bench: document %.2f MB (corpus x16), %zu corpus lines (%.1f KB), "
+      "100 KB no-space string; single thread\n",
+      big.size() / 1e6, corpus.size(), corpus_bytes / 1e3);
   std::printf("%-8s %10s %10s %12s %12s %12s %10s %12s\n", "name", "load ms", "load min", "tokens",
               "doc MB/s", "lines MB/s", "100KB ms", "decode MB/s");
   for (const char* name : {"gemma3", "llama3", "qwen3"}) {

@@ -54,7 +54,10 @@ class BigArray {
  public:
   BigArray() = default;
   explicit BigArray(size_t n, const T& fill) { assign(n, fill); }
-  BigArray(BigArray&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr; o.n_ = 0; }
+  BigArray(BigArray&& o) noexcept : p_(o.p_), n_(o.n_) {
+    o.p_ = nullptr;
+    o.n_ = 0;
+  }
   BigArray& operator=(BigArray&& o) noexcept {
     std::swap(p_, o.p_);
     std::swap(n_, o.n_);

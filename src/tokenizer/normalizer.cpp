@@ -65,8 +65,7 @@ class UnicodeNormalizer final : public Normalizer {
                                       static_cast<utf8proc_ssize_t>(s.size()), &out,
                                       static_cast<utf8proc_option_t>(options_));
     if (n < 0) {
-      fail(ErrorKind::internal, std::string("Unicode normalization failed: ") +
-                                    utf8proc_errmsg(n));
+      fail(ErrorKind::internal, std::string("Unicode normalization failed: ") + utf8proc_errmsg(n));
     }
     s.assign(reinterpret_cast<const char*>(out), static_cast<size_t>(n));
     std::free(out);
@@ -173,7 +172,8 @@ std::unique_ptr<Normalizer> Normalizer::from_json(const JNode& node) {
     return std::make_unique<ReplaceNormalizer>(Pattern::from_json(node.at("pattern")),
                                                std::string(node.str("content")));
   }
-  if (type == "Prepend") return std::make_unique<PrependNormalizer>(std::string(node.str("prepend")));
+  if (type == "Prepend")
+    return std::make_unique<PrependNormalizer>(std::string(node.str("prepend")));
   if (type == "NFC") return std::make_unique<UnicodeNormalizer>(UTF8PROC_STABLE | UTF8PROC_COMPOSE);
   if (type == "NFD") {
     return std::make_unique<UnicodeNormalizer>(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE);

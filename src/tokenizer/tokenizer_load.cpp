@@ -107,7 +107,8 @@ ConfigValues read_config(const std::string& path) {
           for (auto f : o) {
             std::string_view k, s;
             if (f.unescaped_key().get(k) != simdjson::SUCCESS) err("chat_template");
-            if ((k == "name" || k == "template") && f.value().get_string().get(s) != simdjson::SUCCESS)
+            if ((k == "name" || k == "template") &&
+                f.value().get_string().get(s) != simdjson::SUCCESS)
               err("chat_template");
             if (k == "name") name = std::string(s);
             if (k == "template") tmpl = std::string(s);

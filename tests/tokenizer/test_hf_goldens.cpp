@@ -10,7 +10,9 @@
 namespace tessera::test {
 namespace {
 
-std::string show(const std::vector<int32_t>& v) { return nlohmann::json(v).dump(); }
+std::string show(const std::vector<int32_t>& v) {
+  return nlohmann::json(v).dump();
+}
 std::string quote(const std::string& s) {
   return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -30,18 +32,22 @@ TEST_P(HfGoldens, IdsAndDecodesMatchEveryCorpusLine) {
     std::vector<int32_t> ids = tok.encode(texts[i], true);
     std::vector<int32_t> plain = tok.encode(texts[i], false);
     std::string dec = tok.decode(g.ids, false), dec_skip = tok.decode(g.ids, true);
-    bool ok = ids == g.ids && plain == g.ids_plain && dec == g.decoded && dec_skip == g.decoded_skip;
+    bool ok =
+        ids == g.ids && plain == g.ids_plain && dec == g.decoded && dec_skip == g.decoded_skip;
     if (ok) continue;
     if (++failures > 8) continue;  // report the first few in full
     ADD_FAILURE() << name << " corpus line " << i + 1 << " " << quote(texts[i])
-                  << (ids == g.ids ? "" : "\n  ids      " + show(ids) + "\n  expected " + show(g.ids))
+                  << (ids == g.ids ? ""
+                                   : "\n  ids      " + show(ids) + "\n  expected " + show(g.ids))
                   << (plain == g.ids_plain
                           ? ""
                           : "\n  plain    " + show(plain) + "\n  expected " + show(g.ids_plain))
-                  << (dec == g.decoded ? "" : "\n  decode   " + quote(dec) + "\n  expected " + quote(g.decoded))
-                  << (dec_skip == g.decoded_skip
+                  << (dec == g.decoded
                           ? ""
-                          : "\n  skip     " + quote(dec_skip) + "\n  expected " + quote(g.decoded_skip));
+                          : "\n  decode   " + quote(dec) + "\n  expected " + quote(g.decoded))
+                  << (dec_skip == g.decoded_skip ? ""
+                                                 : "\n  skip     " + quote(dec_skip) +
+                                                       "\n  expected " + quote(g.decoded_skip));
   }
   EXPECT_EQ(failures, 0) << failures << " of " << texts.size() << " corpus lines differ";
 }
