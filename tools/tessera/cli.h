@@ -37,5 +37,6 @@ void run_command(const std::function<int()>& body);  // exit_code() = guarded(bo
 void add_info_command(CLI::App& app);
 void add_logits_command(CLI::App& app);
 void add_make_model_command(CLI::App& app);
+void add_tokenize_commands(CLI::App& app);  // tokenize, detokenize
 
 }  // namespace tessera::cli

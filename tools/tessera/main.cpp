@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_info_command(app);
   tessera::cli::add_logits_command(app);
   tessera::cli::add_make_model_command(app);
+  tessera::cli::add_tokenize_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
