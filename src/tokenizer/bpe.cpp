@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <thread>
 
 #include "core/check.h"
 #include "tokenizer/utf8.h"
@@ -27,17 +26,8 @@ std::unique_ptr<BpeModel> BpeModel::from_json(const JNode& model) {
   m->ignore_merges_ = model.bool_or("ignore_merges", false);
 
   m->load_vocab(model.at("vocab"));
-  // The adjacency set only reads the vocabulary: build it on a second core while the merges load.
+  m->load_merges(model.at("merges"));
   m->split_long_words_ = m->prefix_.empty() && m->suffix_.empty();
-  std::thread adjacency;
-  if (m->split_long_words_) adjacency = std::thread([p = m.get()] { p->build_adjacent_pairs(); });
-  try {
-    m->load_merges(model.at("merges"));
-  } catch (...) {
-    if (adjacency.joinable()) adjacency.join();
-    throw;
-  }
-  if (adjacency.joinable()) adjacency.join();
 
   if (m->has_unk_) m->unk_id_ = m->vocab_.find(m->unk_token_);
   m->all_bytes_ = true;
@@ -193,7 +183,7 @@ void BpeModel::load_merges(const JNode& merges) {
   flush();
 }
 
-void BpeModel::build_adjacent_pairs() {
+void BpeModel::build_adjacent_pairs() const {
   for (std::string_view t : id_to_token_) {
     if (t.size() < 2) continue;
     size_t i = 0;
@@ -435,7 +425,9 @@ void BpeModel::tokenize(std::string_view word, std::vector<int32_t>& out) const 
     merge_cached(word, out);
     return;
   }
-  // A long word: cut it where no merge can cross (see adjacent_) and merge the pieces.
+  // A long word: cut it where no merge can cross (see adjacent_) and merge the pieces. The
+  // adjacency set is built on the first long word (~20-40 ms), not at load.
+  std::call_once(adjacent_once_, [this] { build_adjacent_pairs(); });
   size_t piece = 0, i = 0;
   char32_t prev = next_cp(word, i);
   bool prev_single = prev < 0x10000 && bmp_char_id_[prev] >= 0;

@@ -44,7 +44,7 @@ class BpeModel {
   void merge_word(std::string_view word, std::vector<int32_t>& out) const;
   // merge_word through the word cache (words shorter than kCacheMaxLen).
   void merge_cached(std::string_view word, std::vector<int32_t>& out) const;
-  void build_adjacent_pairs();
+  void build_adjacent_pairs() const;
   int32_t char_id(std::string_view ch, bool first, bool last) const;
 
   StringIdMap vocab_;
@@ -66,7 +66,8 @@ class BpeModel {
   // and both are single-character tokens: a long word can be cut there and its pieces merged
   // (and cached) independently with the same result. Gemma's pre-tokenizer leaves whole
   // documents as one word; this cuts them before almost every "▁".
-  CharPairSet adjacent_;
+  mutable CharPairSet adjacent_;
+  mutable std::once_flag adjacent_once_;
   bool split_long_words_ = false;
 
   // Words shorter than kCacheMaxLen bytes, up to kCacheCapacity of them (like HF, entries are

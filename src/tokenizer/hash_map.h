@@ -47,49 +47,60 @@ inline KeyHead key_head(std::string_view k) {
   return h;
 }
 
-// A zero-filled array in 2 MB pages where the kernel allows (THP in madvise mode): the tables
-// below are 8-16 MB and read at random, so 4 KB pages would miss the TLB on most lookups.
+// A zero-filled array of trivially copyable T, mapped from the kernel: its pages are zeroed
+// lazily on first touch (no fill pass over 16 MB tables) and, where THP is in madvise mode,
+// backed by 2 MB pages so that random lookups do not miss the TLB. All-zero bytes must mean
+// "empty slot" for the tables below.
 template <class T>
-class BigArray {
+class ZeroArray {
  public:
-  BigArray() = default;
-  explicit BigArray(size_t n, const T& fill) { assign(n, fill); }
-  BigArray(BigArray&& o) noexcept : p_(o.p_), n_(o.n_) {
-    o.p_ = nullptr;
-    o.n_ = 0;
-  }
-  BigArray& operator=(BigArray&& o) noexcept {
-    std::swap(p_, o.p_);
-    std::swap(n_, o.n_);
+  ZeroArray() = default;
+  ZeroArray(ZeroArray&& o) noexcept { swap(o); }
+  ZeroArray& operator=(ZeroArray&& o) noexcept {
+    swap(o);
     return *this;
   }
-  ~BigArray() { release(); }
-  void assign(size_t n, const T& fill) {
+  ~ZeroArray() { release(); }
+  void assign_zero(size_t n) {
     release();
-    size_t bytes = (n * sizeof(T) + (1u << 21) - 1) & ~size_t((1u << 21) - 1);
-    if (bytes == 0) return;
-    void* p = std::aligned_alloc(1u << 21, bytes);
-    if (!p) throw std::bad_alloc();
-    madvise(p, bytes, MADV_HUGEPAGE);
-    p_ = static_cast<T*>(p);
+    if (n == 0) return;
+    constexpr size_t kHuge = size_t(1) << 21;
+    size_t bytes = (n * sizeof(T) + kHuge - 1) & ~(kHuge - 1);
+    // Over-map by 2 MB to start on a 2 MB boundary.
+    size_t len = bytes + kHuge;
+    void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    auto base = reinterpret_cast<uintptr_t>(m);
+    uintptr_t aligned = (base + kHuge - 1) & ~(kHuge - 1);
+    madvise(reinterpret_cast<void*>(aligned), bytes, MADV_HUGEPAGE);
+    map_ = m;
+    map_len_ = len;
+    p_ = reinterpret_cast<T*>(aligned);
     n_ = n;
-    for (size_t i = 0; i < n; ++i) new (p_ + i) T(fill);
   }
   size_t size() const { return n_; }
   bool empty() const { return n_ == 0; }
   T& operator[](size_t i) { return p_[i]; }
   const T& operator[](size_t i) const { return p_[i]; }
-  T* begin() { return p_; }
-  T* end() { return p_ + n_; }
   const T* begin() const { return p_; }
   const T* end() const { return p_ + n_; }
 
  private:
+  void swap(ZeroArray& o) {
+    std::swap(map_, o.map_);
+    std::swap(map_len_, o.map_len_);
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+  }
   void release() {
-    std::free(p_);
+    if (map_) munmap(map_, map_len_);
+    map_ = nullptr;
+    map_len_ = 0;
     p_ = nullptr;
     n_ = 0;
   }
+  void* map_ = nullptr;
+  size_t map_len_ = 0;
   T* p_ = nullptr;
   size_t n_ = 0;
 };
@@ -101,7 +112,7 @@ class StringIdMap {
   void reserve(size_t n, size_t key_bytes) {
     size_t cap = 16;
     while (cap < n * 2) cap <<= 1;
-    slots_.assign(cap, Slot{});
+    slots_.assign_zero(cap);
     mask_ = cap - 1;
     arena_.reserve(key_bytes);
   }
@@ -116,15 +127,15 @@ class StringIdMap {
   bool insert_hashed(std::string_view key, uint64_t h, int32_t value) {
     if ((size_ + 1) * 2 > slots_.size()) grow();
     Slot* s = probe(key, h);
-    if (s->value != kEmpty) {
-      s->value = value;
+    if (s->used()) {
+      s->set(value);
       return false;
     }
     s->head = key_head(key);
     s->tag = static_cast<uint32_t>(h >> 32);
     s->off = static_cast<uint32_t>(arena_.size());
     s->len = static_cast<uint32_t>(key.size());
-    s->value = value;
+    s->set(value);
     arena_.append(key);
     ++size_;
     return true;
@@ -134,37 +145,39 @@ class StringIdMap {
     if (slots_.empty()) return -1;
     uint64_t h = hash_bytes(key.data(), key.size());
     const Slot* s = const_cast<StringIdMap*>(this)->probe(key, h);
-    return s->value == kEmpty ? -1 : s->value;
+    return s->used() ? s->value() : -1;
   }
   // find() with the hash already computed (see prefetch()).
   int32_t find_hashed(std::string_view key, uint64_t h) const {
     if (slots_.empty()) return -1;
     const Slot* s = const_cast<StringIdMap*>(this)->probe(key, h);
-    return s->value == kEmpty ? -1 : s->value;
+    return s->used() ? s->value() : -1;
   }
   size_t size() const { return size_; }
   // Calls f(key, value) for every entry.
   template <class F>
   void for_each(F&& f) const {
     for (const Slot& s : slots_) {
-      if (s.value != kEmpty) f(std::string_view(arena_.data() + s.off, s.len), s.value);
+      if (s.used()) f(std::string_view(arena_.data() + s.off, s.len), s.value());
     }
   }
 
  private:
-  static constexpr int32_t kEmpty = INT32_MIN;
-  struct alignas(32) Slot {
-    KeyHead head{{0, 0}};  // the key's first 16 bytes, zero-padded
-    uint32_t off = 0, len = 0;
-    int32_t value = kEmpty;
-    uint32_t tag = 0;  // high half of the hash
+  struct alignas(32) Slot {  // all zero = empty
+    KeyHead head;            // the key's first 16 bytes, zero-padded
+    uint32_t off, len;
+    uint32_t value_plus_one;  // 0 for an empty slot
+    uint32_t tag;             // high half of the hash
+    bool used() const { return value_plus_one != 0; }
+    int32_t value() const { return static_cast<int32_t>(value_plus_one - 1); }
+    void set(int32_t v) { value_plus_one = static_cast<uint32_t>(v) + 1; }
   };
   Slot* probe(std::string_view key, uint64_t h) {
     uint32_t tag = static_cast<uint32_t>(h >> 32);
     KeyHead head = key_head(key);
     for (size_t i = h & mask_;; i = (i + 1) & mask_) {
       Slot& s = slots_[i];
-      if (s.value == kEmpty) return &s;
+      if (!s.used()) return &s;
       if (s.tag == tag && s.len == key.size() && s.head == head &&
           (key.size() <= kHeadBytes ||
            std::memcmp(arena_.data() + s.off + kHeadBytes, key.data() + kHeadBytes,
@@ -174,20 +187,20 @@ class StringIdMap {
     }
   }
   void grow() {
-    BigArray<Slot> old = std::move(slots_);
+    ZeroArray<Slot> old = std::move(slots_);
     size_t cap = old.empty() ? 16 : old.size() * 2;
-    slots_.assign(cap, Slot{});
+    slots_.assign_zero(cap);
     mask_ = cap - 1;
     for (const Slot& s : old) {
-      if (s.value == kEmpty) continue;
+      if (!s.used()) continue;
       uint64_t h = hash_bytes(arena_.data() + s.off, s.len);
       size_t i = h & mask_;
-      while (slots_[i].value != kEmpty) i = (i + 1) & mask_;
+      while (slots_[i].used()) i = (i + 1) & mask_;
       slots_[i] = s;
     }
   }
 
-  BigArray<Slot> slots_;
+  ZeroArray<Slot> slots_;
   size_t mask_ = 0, size_ = 0;
   std::string arena_;
 };
@@ -202,7 +215,7 @@ class PairMap {
   void reserve(size_t n) {
     size_t cap = 16;
     while (cap < n * 2) cap <<= 1;
-    slots_.assign(cap, Slot{});
+    slots_.assign_zero(cap);
     mask_ = cap - 1;
   }
   // Inserts or overwrites (a later duplicate merge wins, as when HF collects them into a map).
@@ -210,8 +223,8 @@ class PairMap {
     if ((size_ + 1) * 2 > slots_.size()) grow();
     uint64_t key = pack(a, b);
     size_t i = hash(key) & mask_;
-    while (slots_[i].key != kEmpty && slots_[i].key != key) i = (i + 1) & mask_;
-    if (slots_[i].key == kEmpty) ++size_;
+    while (slots_[i].key != 0 && slots_[i].key != key) i = (i + 1) & mask_;
+    if (slots_[i].key == 0) ++size_;
     slots_[i] = Slot{key, v};
   }
   void prefetch(int32_t a, int32_t b) const {
@@ -223,35 +236,35 @@ class PairMap {
     for (size_t i = hash(key) & mask_;; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
       if (s.key == key) return &s.value;
-      if (s.key == kEmpty) return nullptr;
+      if (s.key == 0) return nullptr;
     }
   }
   size_t size() const { return size_; }
 
  private:
-  static constexpr uint64_t kEmpty = ~0ull;
-  struct Slot {
-    uint64_t key = kEmpty;
-    Value value{0, 0};
+  struct Slot {  // key 0 = empty
+    uint64_t key;
+    Value value;
   };
+  // Never 0: ids are below 2^31.
   static uint64_t pack(int32_t a, int32_t b) {
-    return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+    return ((static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b)) + 1;
   }
   static uint64_t hash(uint64_t key) { return mix64(key, 0x9E3779B97F4A7C15ull); }
   void grow() {
-    BigArray<Slot> old = std::move(slots_);
+    ZeroArray<Slot> old = std::move(slots_);
     size_t cap = old.empty() ? 16 : old.size() * 2;
-    slots_.assign(cap, Slot{});
+    slots_.assign_zero(cap);
     mask_ = cap - 1;
     for (const Slot& s : old) {
-      if (s.key == kEmpty) continue;
+      if (s.key == 0) continue;
       size_t i = hash(s.key) & mask_;
-      while (slots_[i].key != kEmpty) i = (i + 1) & mask_;
+      while (slots_[i].key != 0) i = (i + 1) & mask_;
       slots_[i] = s;
     }
   }
 
-  BigArray<Slot> slots_;
+  ZeroArray<Slot> slots_;
   size_t mask_ = 0, size_ = 0;
 };
 
