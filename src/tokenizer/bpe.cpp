@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <exception>
+#include <thread>
 
 #include "core/check.h"
 #include "tokenizer/utf8.h"
@@ -84,24 +86,22 @@ void BpeModel::load_vocab(const JNode& vocab) {
   });
 }
 
-void BpeModel::load_merges(const JNode& merges) {
-  if (!merges.is_array()) merges.fail("expected an array");
+// Merges [begin, end) of the array as ids (left, right, merged), in order. Batches let the
+// vocabulary lookups (a, b and a+b for each merge) be prefetched together: one by one, their
+// cache misses dominate Gemma 3's load time.
+void BpeModel::resolve_merges(const JNode& merges, size_t begin, size_t end,
+                              std::vector<ResolvedMerge>& out) const {
   simdjson::dom::array arr = merges.e.get_array();
-  merges_.reserve(arr.size());
-  // Merges are resolved in batches so that the vocabulary lookups (a, b and a+b for each) can be
-  // prefetched together: one by one, the cache misses dominate Gemma 3's load time.
   constexpr size_t kBatch = 512;
   std::string_view left[kBatch], right[kBatch], keys[3 * kBatch];
-  size_t where[kBatch];
+  size_t where[kBatch], joined_end[kBatch];
   int32_t ids[3 * kBatch];
+  uint64_t hashes[3 * kBatch];
   std::string joined;
-  size_t joined_end[kBatch];
   size_t m = 0;
-  uint32_t rank = 0;
   auto bad = [&](size_t index, const std::string& why) {
     merges.fail("merge " + std::to_string(index) + ": " + why);
   };
-  uint64_t hashes[3 * kBatch];
   auto flush = [&]() {
     // ref: models/bpe/model.rs build(): the merged token is a + b without b's subword prefix.
     joined.clear();
@@ -111,13 +111,13 @@ void BpeModel::load_merges(const JNode& merges) {
       joined_end[i] = joined.size();
     }
     for (size_t i = 0; i < m; ++i) {
-      size_t begin = i ? joined_end[i - 1] : 0;
+      size_t from = i ? joined_end[i - 1] : 0;
       keys[3 * i] = left[i];
       keys[3 * i + 1] = right[i];
-      keys[3 * i + 2] = std::string_view(joined).substr(begin, joined_end[i] - begin);
+      keys[3 * i + 2] = std::string_view(joined).substr(from, joined_end[i] - from);
     }
     // Software pipeline: the slot of key j + kAhead is prefetched while key j is looked up, so
-    // that many cache misses are in flight at once (one at a time, they dominate the load).
+    // that many cache misses are in flight at once.
     constexpr size_t kAhead = 48;
     size_t n = 3 * m;
     for (size_t j = 0; j < n; ++j) hashes[j] = hash_bytes(keys[j].data(), keys[j].size());
@@ -132,27 +132,18 @@ void BpeModel::load_merges(const JNode& merges) {
                             std::string(keys[3 * i + k]) + "\" is not in the vocabulary");
         }
       }
-    }
-    // Inserted in rank order (a later duplicate pair wins, as in HF's map), also pipelined.
-    constexpr size_t kPairAhead = 64;
-    for (size_t i = 0; i < m + kPairAhead; ++i) {
-      if (i < m) merges_.prefetch(ids[3 * i], ids[3 * i + 1]);
-      if (i >= kPairAhead) {
-        size_t k = i - kPairAhead;
-        merges_.insert(ids[3 * k], ids[3 * k + 1], PairMap::Value{rank++, ids[3 * k + 2]});
-      }
+      out.push_back(ResolvedMerge{ids[3 * i], ids[3 * i + 1], ids[3 * i + 2]});
     }
     m = 0;
   };
-  size_t index = 0;
-  for (JElem item : arr) {
+  auto it = arr.begin();
+  for (size_t i = 0; i < begin; ++i) ++it;
+  for (size_t index = begin; index < end; ++index, ++it) {
+    JElem item = *it;
     std::string_view a, b;
     if (item.is_string()) {
       std::string_view line = item.get_string().value_unsafe();
-      if (line.substr(0, 8) == "#version") {  // a merges.txt header line; not a merge
-        ++index;
-        continue;
-      }
+      if (line.substr(0, 8) == "#version") continue;  // a merges.txt header line; not a merge
       size_t sp = line.find(' ');
       if (sp == std::string_view::npos || line.find(' ', sp + 1) != std::string_view::npos) {
         std::string why(1, '"');  // (built up: GCC 12 warns falsely on "lit" + std::string)
@@ -163,14 +154,14 @@ void BpeModel::load_merges(const JNode& merges) {
       b = line.substr(sp + 1);
     } else if (item.is_array()) {
       simdjson::dom::array pair = item.get_array().value_unsafe();
-      auto it = pair.begin();
-      bool ok = it != pair.end() && (*it).is_string();
-      if (ok) a = (*it).get_string().value_unsafe();
-      if (ok) ++it;
-      ok = ok && it != pair.end() && (*it).is_string();
-      if (ok) b = (*it).get_string().value_unsafe();
-      if (ok) ++it;
-      if (!ok || it != pair.end()) bad(index, "expected a pair of token strings");
+      auto p = pair.begin();
+      bool ok = p != pair.end() && (*p).is_string();
+      if (ok) a = (*p).get_string().value_unsafe();
+      if (ok) ++p;
+      ok = ok && p != pair.end() && (*p).is_string();
+      if (ok) b = (*p).get_string().value_unsafe();
+      if (ok) ++p;
+      if (!ok || p != pair.end()) bad(index, "expected a pair of token strings");
     } else {
       bad(index, "expected \"a b\" or [\"a\", \"b\"]");
     }
@@ -178,9 +169,52 @@ void BpeModel::load_merges(const JNode& merges) {
     right[m] = b;
     where[m] = index;
     if (++m == kBatch) flush();
-    ++index;
   }
   flush();
+}
+
+void BpeModel::load_merges(const JNode& merges) {
+  if (!merges.is_array()) merges.fail("expected an array");
+  size_t n = merges.e.get_array().size();
+  merges_.reserve(n);
+  // Large merge lists are resolved by two threads (the lookups only read the vocabulary); the
+  // merge table is then filled in rank order, where a later duplicate pair wins as in HF's map.
+  std::vector<ResolvedMerge> first, second;
+  first.reserve(n);
+  size_t split = n >= 100000 ? n / 2 : n;
+  std::exception_ptr second_error;
+  std::thread helper;
+  if (split < n) {
+    second.reserve(n - split);
+    helper = std::thread([&] {
+      try {
+        resolve_merges(merges, split, n, second);
+      } catch (...) {
+        second_error = std::current_exception();
+      }
+    });
+  }
+  try {
+    resolve_merges(merges, 0, split, first);
+  } catch (...) {
+    if (helper.joinable()) helper.join();
+    throw;
+  }
+  uint32_t rank = 0;
+  auto insert_all = [&](const std::vector<ResolvedMerge>& v) {
+    constexpr size_t kAhead = 64;  // prefetch distance into the 16 MB table
+    for (size_t i = 0; i < v.size() + kAhead; ++i) {
+      if (i < v.size()) merges_.prefetch(v[i].left, v[i].right);
+      if (i >= kAhead) {
+        const ResolvedMerge& r = v[i - kAhead];
+        merges_.insert(r.left, r.right, PairMap::Value{rank++, r.merged});
+      }
+    }
+  };
+  insert_all(first);  // while the helper may still be resolving the second half
+  if (helper.joinable()) helper.join();
+  if (second_error) std::rethrow_exception(second_error);
+  insert_all(second);
 }
 
 void BpeModel::build_adjacent_pairs() const {

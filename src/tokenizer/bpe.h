@@ -41,6 +41,11 @@ class BpeModel {
   BpeModel() = default;
   void load_vocab(const JNode& vocab);
   void load_merges(const JNode& merges);
+  struct ResolvedMerge {
+    int32_t left, right, merged;
+  };
+  void resolve_merges(const JNode& merges, size_t begin, size_t end,
+                      std::vector<ResolvedMerge>& out) const;
   void merge_word(std::string_view word, std::vector<int32_t>& out) const;
   // merge_word through the word cache (words shorter than kCacheMaxLen).
   void merge_cached(std::string_view word, std::vector<int32_t>& out) const;

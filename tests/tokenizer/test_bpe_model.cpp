@@ -3,6 +3,7 @@
 // ref: tokenizers models/bpe/model.rs (merge_word) and word.rs (merge_all).
 #include <gtest/gtest.h>
 
+#include "tessera/error.h"
 #include "tokenizer/mini_tokenizer.h"
 
 namespace tessera::test {
@@ -108,6 +109,36 @@ TEST(BpeModel, LongWordsGiveTheSameIdsAsShortOnes) {
   // "y" never precedes "x" inside a token: every "yx" boundary is a safe cut, and the repeats
   // are independent.
   EXPECT_EQ(t->encode(longw, false), expected);
+}
+
+TEST(BpeModel, LargeMergeListsLoadInRankOrder) {
+  // 110,000 merges are resolved by two threads: ranks, duplicates and errors in the second half
+  // must come out as in a single pass.
+  constexpr int kN = 110000;
+  MiniTokenizer m;
+  m.vocab = {"a", "b", "ab", "u"};
+  for (int i = 0; i < kN; ++i) {
+    std::string t(1, 't');  // (appended: GCC 12 warns falsely on "lit" + std::string)
+    t += std::to_string(i);
+    m.vocab.push_back(t);
+    m.vocab.push_back(t + 'u');
+    m.merges.push_back(t + " u");
+  }
+  m.merges.push_back("b a");  // unknown merged token "ba": an error in the second half
+  json merges = m.merges;
+  try {
+    m.load();
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("merge 110000: merged token \"ba\""), std::string::npos)
+        << e.what();
+  }
+  merges.erase(merges.size() - 1);
+  merges.push_back("a b");  // rank 110000, in the second half
+  m.merges = merges;
+  auto t = m.load();
+  EXPECT_EQ(t->encode("ab", false), (Ids{2}));
+  EXPECT_EQ(t->encode("ba", false), (Ids{1, 0}));
 }
 
 TEST(BpeModel, VocabularyAccessors) {
