@@ -175,7 +175,12 @@ void BpeModel::resolve_merges(const JNode& merges, size_t begin, size_t end,
 
 void BpeModel::load_merges(const JNode& merges) {
   if (!merges.is_array()) merges.fail("expected an array");
-  size_t n = merges.e.get_array().size();
+  simdjson::dom::array arr = merges.e.get_array();
+  size_t n = arr.size();
+  if (n >= 0xFFFFFF) {  // simdjson's stored count saturates there: count them
+    n = 0;
+    for (auto it = arr.begin(); it != arr.end(); ++it) ++n;
+  }
   merges_.reserve(n);
   // Large merge lists are resolved by two threads (the lookups only read the vocabulary); the
   // merge table is then filled in rank order, where a later duplicate pair wins as in HF's map.
