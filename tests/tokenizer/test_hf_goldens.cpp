@@ -3,7 +3,9 @@
 // scripts/fixtures/tokenizer_goldens.py; and the incremental detokenizer against decode.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "tokenizer/tokenizer_fixtures.h"
 
@@ -71,6 +73,27 @@ TEST_P(HfGoldens, IncrementalDetokenizerConcatenationEqualsDecode) {
     }
   }
   EXPECT_EQ(failures, 0);
+}
+
+TEST_P(HfGoldens, ConcurrentEncodesGiveTheSameIds) {
+  // The word cache and per-thread scratch buffers are shared by every caller of one Tokenizer.
+  const std::string name = GetParam();
+  const Tokenizer& tok = real_tokenizer(name);
+  std::vector<Golden> gold = goldens(name);
+  ASSERT_EQ(gold.size(), corpus().size());
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 3; ++round) {
+        for (size_t i = t; i < corpus().size(); i += (t % 2) + 1) {
+          if (tok.encode(corpus()[i], true) != gold[i].ids) ++mismatches;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, HfGoldens, ::testing::Values("gemma3", "llama3", "qwen3"));
