@@ -38,7 +38,8 @@ class BpeModel {
   size_t merge_count() const { return merges_.size(); }
 
  private:
-  BpeModel() = default;
+  BpeModel();
+  void tokenize_uncached(std::string_view word, std::vector<int32_t>& out) const;
   void load_vocab(const JNode& vocab);
   void load_merges(const JNode& merges);
   struct ResolvedMerge {
@@ -87,6 +88,7 @@ class BpeModel {
     std::unordered_map<std::string, std::vector<int32_t>, SvHash, std::equal_to<>> map;
   };
   std::unique_ptr<CacheShard[]> cache_;
+  uint32_t generation_;  // tells this model's entries apart in the per-thread front cache
 };
 
 }  // namespace tessera::tok

@@ -31,8 +31,18 @@ inline uint64_t hash_bytes(const char* p, size_t n) {
     p += 8;
     n -= 8;
   }
+  // The last 1-7 bytes without a byte loop (as wyhash does): two overlapping 4-byte reads, or
+  // the first, middle and last byte; either covers every byte, so equal-length keys stay apart.
   uint64_t v = 0;
-  if (n) std::memcpy(&v, p, n);
+  if (n >= 4) {
+    uint32_t a, b;
+    std::memcpy(&a, p, 4);
+    std::memcpy(&b, p + n - 4, 4);
+    v = (static_cast<uint64_t>(a) << 32) | b;
+  } else if (n) {
+    v = (uint64_t(static_cast<uint8_t>(p[0])) << 16) |
+        (uint64_t(static_cast<uint8_t>(p[n >> 1])) << 8) | static_cast<uint8_t>(p[n - 1]);
+  }
   return mix64(h ^ v ^ (n << 59), k1 ^ 0x8ebc6af09c88c6e3ull);
 }
 
