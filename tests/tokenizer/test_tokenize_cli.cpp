@@ -29,9 +29,16 @@ std::string quote(const std::string& s) {
 }
 
 fs::path scratch_dir() {
-  fs::path d = fs::temp_directory_path() / ("tessera_tok_cli_" + std::to_string(getpid()));
-  fs::create_directories(d);
-  return d;
+  // Removed when the test program exits.
+  static struct Dir {
+    fs::path path = fs::temp_directory_path() / ("tessera_tok_cli_" + std::to_string(getpid()));
+    ~Dir() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } dir;
+  fs::create_directories(dir.path);
+  return dir.path;
 }
 
 CliRun tessera(const std::string& args) {
