@@ -58,7 +58,7 @@ class AddedVocabulary {
   // A byte trie of the token contents; node 0 is the root.
   struct Trie {
     std::unordered_map<uint64_t, int32_t> edges;  // (node << 8 | byte) -> child
-    std::vector<int32_t> terminal;                 // node -> token index or -1
+    std::vector<int32_t> terminal;                // node -> token index or -1
     bool first_byte[256] = {};
     void add(std::string_view s, int32_t token_index);
     // The longest token starting at text[pos]: sets `end` and returns its index, or -1.

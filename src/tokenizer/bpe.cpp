@@ -1,7 +1,11 @@
 #include "tokenizer/bpe.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <cstring>
+#include <exception>
+#include <thread>
 
 #include "core/check.h"
 #include "tokenizer/utf8.h"
@@ -27,6 +31,7 @@ std::unique_ptr<BpeModel> BpeModel::from_json(const JNode& model) {
 
   m->load_vocab(model.at("vocab"));
   m->load_merges(model.at("merges"));
+  m->split_long_words_ = m->prefix_.empty() && m->suffix_.empty();
 
   if (m->has_unk_) m->unk_id_ = m->vocab_.find(m->unk_token_);
   m->all_bytes_ = true;
@@ -43,17 +48,31 @@ std::unique_ptr<BpeModel> BpeModel::from_json(const JNode& model) {
 void BpeModel::load_vocab(const JNode& vocab) {
   if (!vocab.is_object()) vocab.fail("expected an object of token -> id");
   simdjson::dom::object obj = vocab.e.get_object();
-  size_t n = obj.size(), key_bytes = 0;
-  for (auto kv : obj) key_bytes += kv.key.size();
-  vocab_.reserve(n, key_bytes);
+  std::vector<std::string_view> keys;
+  std::vector<int32_t> ids;
+  keys.reserve(obj.size());
+  ids.reserve(obj.size());
+  size_t key_bytes = 0;
   int64_t max_id = -1;
   for (auto kv : obj) {
     int64_t id;
     if (kv.value.get_int64().get(id) != simdjson::SUCCESS || id < 0 || id > INT32_MAX) {
       vocab.fail("token \"" + std::string(kv.key) + "\" has no valid id");
     }
-    vocab_.insert(kv.key, static_cast<int32_t>(id));
+    keys.push_back(kv.key);
+    ids.push_back(static_cast<int32_t>(id));
+    key_bytes += kv.key.size();
     max_id = std::max(max_id, id);
+  }
+  std::vector<uint64_t> hashes(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) hashes[i] = hash_bytes(keys[i].data(), keys[i].size());
+  vocab_.reserve(keys.size(), key_bytes);
+  // Insert in file order (a duplicate key keeps its last id, as serde's map does), prefetching
+  // the slots a few inserts ahead.
+  constexpr size_t kAhead = 16;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (i + kAhead < keys.size()) vocab_.prefetch(hashes[i + kAhead]);
+    vocab_.insert_hashed(keys[i], hashes[i], ids[i]);
   }
   id_to_token_.assign(static_cast<size_t>(max_id + 1), std::string_view());
   has_id_.assign(static_cast<size_t>(max_id + 1), 0);
@@ -69,51 +88,152 @@ void BpeModel::load_vocab(const JNode& vocab) {
   });
 }
 
-void BpeModel::load_merges(const JNode& merges) {
-  if (!merges.is_array()) merges.fail("expected an array");
+// Merges [begin, end) of the array as ids (left, right, merged), in order. Batches let the
+// vocabulary lookups (a, b and a+b for each merge) be prefetched together: one by one, their
+// cache misses dominate Gemma 3's load time.
+void BpeModel::resolve_merges(const JNode& merges, size_t begin, size_t end,
+                              std::vector<ResolvedMerge>& out) const {
   simdjson::dom::array arr = merges.e.get_array();
-  merges_.reserve(arr.size());
+  constexpr size_t kBatch = 512;
+  std::string_view left[kBatch], right[kBatch], keys[3 * kBatch];
+  size_t where[kBatch], joined_end[kBatch];
+  int32_t ids[3 * kBatch];
+  uint64_t hashes[3 * kBatch];
   std::string joined;
-  uint32_t rank = 0;
-  size_t index = 0;
-  auto bad = [&](const std::string& why) {
+  size_t m = 0;
+  auto bad = [&](size_t index, const std::string& why) {
     merges.fail("merge " + std::to_string(index) + ": " + why);
   };
-  for (JElem item : arr) {
+  auto flush = [&]() {
+    // ref: models/bpe/model.rs build(): the merged token is a + b without b's subword prefix.
+    joined.clear();
+    for (size_t i = 0; i < m; ++i) {
+      joined.append(left[i]);
+      joined.append(right[i].substr(std::min(prefix_.size(), right[i].size())));
+      joined_end[i] = joined.size();
+    }
+    for (size_t i = 0; i < m; ++i) {
+      size_t from = i ? joined_end[i - 1] : 0;
+      keys[3 * i] = left[i];
+      keys[3 * i + 1] = right[i];
+      keys[3 * i + 2] = std::string_view(joined).substr(from, joined_end[i] - from);
+    }
+    // Software pipeline: the slot of key j + kAhead is prefetched while key j is looked up, so
+    // that many cache misses are in flight at once.
+    constexpr size_t kAhead = 48;
+    size_t n = 3 * m;
+    for (size_t j = 0; j < n; ++j) hashes[j] = hash_bytes(keys[j].data(), keys[j].size());
+    for (size_t j = 0; j < n + kAhead; ++j) {
+      if (j < n) vocab_.prefetch(hashes[j]);
+      if (j >= kAhead) ids[j - kAhead] = vocab_.find_hashed(keys[j - kAhead], hashes[j - kAhead]);
+    }
+    for (size_t i = 0; i < m; ++i) {
+      for (int k = 0; k < 3; ++k) {
+        if (ids[3 * i + k] < 0) {
+          bad(where[i], std::string(k == 2 ? "merged token \"" : "token \"") +
+                            std::string(keys[3 * i + k]) + "\" is not in the vocabulary");
+        }
+      }
+      out.push_back(ResolvedMerge{ids[3 * i], ids[3 * i + 1], ids[3 * i + 2]});
+    }
+    m = 0;
+  };
+  auto it = arr.begin();
+  for (size_t i = 0; i < begin; ++i) ++it;
+  for (size_t index = begin; index < end; ++index, ++it) {
+    JElem item = *it;
     std::string_view a, b;
     if (item.is_string()) {
       std::string_view line = item.get_string().value_unsafe();
-      if (line.substr(0, 8) == "#version") {
-        ++index;
-        continue;
-      }
+      if (line.substr(0, 8) == "#version") continue;  // a merges.txt header line; not a merge
       size_t sp = line.find(' ');
       if (sp == std::string_view::npos || line.find(' ', sp + 1) != std::string_view::npos) {
-        bad("\"" + std::string(line) + "\" is not two tokens separated by one space");
+        std::string why(1, '"');  // (built up: GCC 12 warns falsely on "lit" + std::string)
+        why.append(line).append("\" is not two tokens separated by one space");
+        bad(index, why);
       }
       a = line.substr(0, sp);
       b = line.substr(sp + 1);
     } else if (item.is_array()) {
       simdjson::dom::array pair = item.get_array().value_unsafe();
-      if (pair.size() != 2 || !pair.at(0).is_string() || !pair.at(1).is_string()) {
-        bad("expected a pair of token strings");
-      }
-      a = pair.at(0).get_string().value_unsafe();
-      b = pair.at(1).get_string().value_unsafe();
+      auto p = pair.begin();
+      bool ok = p != pair.end() && (*p).is_string();
+      if (ok) a = (*p).get_string().value_unsafe();
+      if (ok) ++p;
+      ok = ok && p != pair.end() && (*p).is_string();
+      if (ok) b = (*p).get_string().value_unsafe();
+      if (ok) ++p;
+      if (!ok || p != pair.end()) bad(index, "expected a pair of token strings");
     } else {
-      bad("expected \"a b\" or [\"a\", \"b\"]");
+      bad(index, "expected \"a b\" or [\"a\", \"b\"]");
     }
-    int32_t ia = vocab_.find(a), ib = vocab_.find(b);
-    if (ia < 0) bad("token \"" + std::string(a) + "\" is not in the vocabulary");
-    if (ib < 0) bad("token \"" + std::string(b) + "\" is not in the vocabulary");
-    // ref: models/bpe/model.rs build(): the merged token is a + b without b's subword prefix.
-    joined.assign(a);
-    joined.append(b.substr(std::min(prefix_.size(), b.size())));
-    int32_t inew = vocab_.find(joined);
-    if (inew < 0) bad("merged token \"" + joined + "\" is not in the vocabulary");
-    merges_.insert(ia, ib, PairMap::Value{rank, inew});
-    ++rank;
-    ++index;
+    left[m] = a;
+    right[m] = b;
+    where[m] = index;
+    if (++m == kBatch) flush();
+  }
+  flush();
+}
+
+void BpeModel::load_merges(const JNode& merges) {
+  if (!merges.is_array()) merges.fail("expected an array");
+  simdjson::dom::array arr = merges.e.get_array();
+  size_t n = arr.size();
+  if (n >= 0xFFFFFF) {  // simdjson's stored count saturates there: count them
+    n = 0;
+    for (auto it = arr.begin(); it != arr.end(); ++it) ++n;
+  }
+  merges_.reserve(n);
+  // Large merge lists are resolved by two threads (the lookups only read the vocabulary); the
+  // merge table is then filled in rank order, where a later duplicate pair wins as in HF's map.
+  std::vector<ResolvedMerge> first, second;
+  first.reserve(n);
+  size_t split = n >= 100000 ? n / 2 : n;
+  std::exception_ptr second_error;
+  std::thread helper;
+  if (split < n) {
+    second.reserve(n - split);
+    helper = std::thread([&] {
+      try {
+        resolve_merges(merges, split, n, second);
+      } catch (...) {
+        second_error = std::current_exception();
+      }
+    });
+  }
+  try {
+    resolve_merges(merges, 0, split, first);
+  } catch (...) {
+    if (helper.joinable()) helper.join();
+    throw;
+  }
+  uint32_t rank = 0;
+  auto insert_all = [&](const std::vector<ResolvedMerge>& v) {
+    constexpr size_t kAhead = 64;  // prefetch distance into the 16 MB table
+    for (size_t i = 0; i < v.size() + kAhead; ++i) {
+      if (i < v.size()) merges_.prefetch(v[i].left, v[i].right);
+      if (i >= kAhead) {
+        const ResolvedMerge& r = v[i - kAhead];
+        merges_.insert(r.left, r.right, PairMap::Value{rank++, r.merged});
+      }
+    }
+  };
+  insert_all(first);  // while the helper may still be resolving the second half
+  if (helper.joinable()) helper.join();
+  if (second_error) std::rethrow_exception(second_error);
+  insert_all(second);
+}
+
+void BpeModel::build_adjacent_pairs() const {
+  for (std::string_view t : id_to_token_) {
+    if (t.size() < 2) continue;
+    size_t i = 0;
+    char32_t prev = next_cp(t, i);
+    while (i < t.size()) {
+      char32_t c = next_cp(t, i);
+      adjacent_.insert(prev, c);
+      prev = c;
+    }
   }
 }
 
@@ -143,14 +263,64 @@ struct Symbol {
   uint32_t len;  // bytes; 0 once merged into its left neighbour
 };
 
+// A queued merge: key = rank << 32 | position, so that the smallest key is the merge HF's
+// BinaryHeap pops first (lowest rank, then leftmost).
 struct QueueItem {
-  uint32_t rank;
-  uint32_t pos;
+  uint64_t key;
   int32_t new_id;
-  // std heap is a max-heap: "less" means lower priority = higher (rank, pos).
-  bool operator<(const QueueItem& o) const {
-    return rank != o.rank ? rank > o.rank : pos > o.pos;
+};
+
+// A 4-ary min-heap: half the depth of a binary heap, and the four children share a cache line.
+class MergeQueue {
+ public:
+  void clear() { v_.clear(); }
+  bool empty() const { return v_.empty(); }
+  void push_unordered(QueueItem x) { v_.push_back(x); }
+  void heapify() {
+    if (v_.size() < 2) return;
+    for (size_t i = (v_.size() - 2) / 4 + 1; i-- > 0;) sift_down(i);
   }
+  void push(QueueItem x) {
+    size_t i = v_.size();
+    v_.push_back(x);
+    while (i > 0) {
+      size_t parent = (i - 1) / 4;
+      if (v_[parent].key <= x.key) break;
+      v_[i] = v_[parent];
+      i = parent;
+    }
+    v_[i] = x;
+  }
+  QueueItem pop() {
+    QueueItem top = v_[0];
+    QueueItem last = v_.back();
+    v_.pop_back();
+    if (!v_.empty()) {
+      v_[0] = last;
+      sift_down(0);
+    }
+    return top;
+  }
+
+ private:
+  void sift_down(size_t i) {
+    QueueItem x = v_[i];
+    size_t n = v_.size();
+    for (;;) {
+      size_t c = 4 * i + 1;
+      if (c >= n) break;
+      size_t best = c;
+      size_t end = c + 4 < n ? c + 4 : n;
+      for (size_t k = c + 1; k < end; ++k) {
+        if (v_[k].key < v_[best].key) best = k;
+      }
+      if (v_[best].key >= x.key) break;
+      v_[i] = v_[best];
+      i = best;
+    }
+    v_[i] = x;
+  }
+  std::vector<QueueItem> v_;
 };
 
 }  // namespace
@@ -158,7 +328,7 @@ struct QueueItem {
 // ref: models/bpe/model.rs merge_word and word.rs Word::merge_all (without dropout).
 void BpeModel::merge_word(std::string_view w, std::vector<int32_t>& out) const {
   thread_local std::vector<Symbol> syms;
-  thread_local std::vector<QueueItem> queue;
+  thread_local MergeQueue queue;
   syms.clear();
   queue.clear();
   auto add = [&](int32_t id, uint32_t len) {
@@ -220,17 +390,17 @@ void BpeModel::merge_word(std::string_view w, std::vector<int32_t>& out) const {
   }
   if (unk_pending) add(unk_pending_id, unk_len);
 
+  auto key = [](uint32_t rank, size_t pos) { return (uint64_t(rank) << 32) | uint64_t(pos); };
   for (size_t p = 0; p + 1 < syms.size(); ++p) {
     if (const PairMap::Value* m = merges_.find(syms[p].id, syms[p + 1].id)) {
-      queue.push_back(QueueItem{m->rank, static_cast<uint32_t>(p), m->id});
+      queue.push_unordered(QueueItem{key(m->rank, p), m->id});
     }
   }
-  std::make_heap(queue.begin(), queue.end());
+  queue.heapify();
   while (!queue.empty()) {
-    std::pop_heap(queue.begin(), queue.end());
-    QueueItem top = queue.back();
-    queue.pop_back();
-    Symbol& cur = syms[top.pos];
+    QueueItem top = queue.pop();
+    const uint32_t pos = static_cast<uint32_t>(top.key);
+    Symbol& cur = syms[pos];
     if (cur.len == 0 || cur.next < 0) continue;
     int32_t next_pos = cur.next;
     Symbol right = syms[next_pos];
@@ -241,17 +411,15 @@ void BpeModel::merge_word(std::string_view w, std::vector<int32_t>& out) const {
     cur.len += right.len;
     cur.next = right.next;
     syms[next_pos].len = 0;
-    if (right.next >= 0) syms[right.next].prev = static_cast<int32_t>(top.pos);
+    if (right.next >= 0) syms[right.next].prev = static_cast<int32_t>(pos);
     if (cur.prev >= 0) {
       if (const PairMap::Value* pm = merges_.find(syms[cur.prev].id, cur.id)) {
-        queue.push_back(QueueItem{pm->rank, static_cast<uint32_t>(cur.prev), pm->id});
-        std::push_heap(queue.begin(), queue.end());
+        queue.push(QueueItem{key(pm->rank, cur.prev), pm->id});
       }
     }
     if (cur.next >= 0) {
       if (const PairMap::Value* nm = merges_.find(cur.id, syms[cur.next].id)) {
-        queue.push_back(QueueItem{nm->rank, top.pos, nm->id});
-        std::push_heap(queue.begin(), queue.end());
+        queue.push(QueueItem{key(nm->rank, pos), nm->id});
       }
     }
   }
@@ -260,15 +428,7 @@ void BpeModel::merge_word(std::string_view w, std::vector<int32_t>& out) const {
   }
 }
 
-void BpeModel::tokenize(std::string_view word, std::vector<int32_t>& out) const {
-  if (word.empty()) return;
-  if (ignore_merges_) {
-    int32_t id = vocab_.find(word);
-    if (id >= 0) {
-      out.push_back(id);
-      return;
-    }
-  }
+void BpeModel::merge_cached(std::string_view word, std::vector<int32_t>& out) const {
   if (word.size() >= kCacheMaxLen) {
     merge_word(word, out);
     return;
@@ -290,6 +450,92 @@ void BpeModel::tokenize(std::string_view word, std::vector<int32_t>& out) const 
   if (lock.owns_lock() && shard.map.size() < kCacheCapacity / kCacheShards) {
     shard.map.emplace(std::string(word), std::vector<int32_t>(out.begin() + mark, out.end()));
   }
+}
+
+// ref: models/bpe/model.rs tokenize_with_cache.
+namespace {
+
+// A per-thread, direct-mapped cache of short words in front of the vocabulary and the shared
+// word cache: hot words then cost one L2 access instead of two hash-table misses and a lock.
+// Entries carry the model's generation so that a model freed and another allocated at the same
+// address never sees the old entries.
+struct FrontEntry {
+  uint64_t hash;
+  uint32_t generation;  // 0: empty
+  uint8_t len, n_ids;
+  char key[22];
+  int32_t ids[6];
+};
+static_assert(sizeof(FrontEntry) == 64);
+constexpr size_t kFrontEntries = 4096;  // 256 KB per thread
+
+std::atomic<uint32_t> next_generation{1};
+
+FrontEntry* front_table() {
+  thread_local std::unique_ptr<FrontEntry[]> table(new FrontEntry[kFrontEntries]());
+  return table.get();
+}
+
+}  // namespace
+
+BpeModel::BpeModel() : generation_(next_generation.fetch_add(1)) {}
+
+void BpeModel::tokenize(std::string_view word, std::vector<int32_t>& out) const {
+  if (word.empty()) return;
+  if (word.size() <= sizeof(FrontEntry::key)) {
+    uint64_t h = hash_bytes(word.data(), word.size());
+    FrontEntry& e = front_table()[h & (kFrontEntries - 1)];
+    if (e.generation == generation_ && e.hash == h && e.len == word.size() &&
+        std::memcmp(e.key, word.data(), word.size()) == 0) {
+      out.insert(out.end(), e.ids, e.ids + e.n_ids);
+      return;
+    }
+    size_t mark = out.size();
+    tokenize_uncached(word, out);
+    size_t n = out.size() - mark;
+    if (n <= sizeof(e.ids) / sizeof(e.ids[0])) {
+      e.hash = h;
+      e.generation = generation_;
+      e.len = static_cast<uint8_t>(word.size());
+      e.n_ids = static_cast<uint8_t>(n);
+      std::memcpy(e.key, word.data(), word.size());
+      std::copy(out.begin() + mark, out.end(), e.ids);
+    }
+    return;
+  }
+  tokenize_uncached(word, out);
+}
+
+void BpeModel::tokenize_uncached(std::string_view word, std::vector<int32_t>& out) const {
+  if (ignore_merges_) {
+    int32_t id = vocab_.find(word);
+    if (id >= 0) {
+      out.push_back(id);
+      return;
+    }
+  }
+  if (word.size() < kCacheMaxLen || !split_long_words_) {
+    merge_cached(word, out);
+    return;
+  }
+  // A long word: cut it where no merge can cross (see adjacent_) and merge the pieces. The
+  // adjacency set is built on the first long word (~20-40 ms), not at load.
+  std::call_once(adjacent_once_, [this] { build_adjacent_pairs(); });
+  size_t piece = 0, i = 0;
+  char32_t prev = next_cp(word, i);
+  bool prev_single = prev < 0x10000 && bmp_char_id_[prev] >= 0;
+  while (i < word.size()) {
+    size_t at = i;
+    char32_t c = next_cp(word, i);
+    bool single = c < 0x10000 && bmp_char_id_[c] >= 0;
+    if (prev_single && single && !adjacent_.contains(prev, c)) {
+      merge_cached(word.substr(piece, at - piece), out);
+      piece = at;
+    }
+    prev = c;
+    prev_single = single;
+  }
+  merge_cached(word.substr(piece), out);
 }
 
 }  // namespace tessera::tok

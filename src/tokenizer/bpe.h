@@ -38,10 +38,19 @@ class BpeModel {
   size_t merge_count() const { return merges_.size(); }
 
  private:
-  BpeModel() = default;
+  BpeModel();
+  void tokenize_uncached(std::string_view word, std::vector<int32_t>& out) const;
   void load_vocab(const JNode& vocab);
   void load_merges(const JNode& merges);
+  struct ResolvedMerge {
+    int32_t left, right, merged;
+  };
+  void resolve_merges(const JNode& merges, size_t begin, size_t end,
+                      std::vector<ResolvedMerge>& out) const;
   void merge_word(std::string_view word, std::vector<int32_t>& out) const;
+  // merge_word through the word cache (words shorter than kCacheMaxLen).
+  void merge_cached(std::string_view word, std::vector<int32_t>& out) const;
+  void build_adjacent_pairs() const;
   int32_t char_id(std::string_view ch, bool first, bool last) const;
 
   StringIdMap vocab_;
@@ -58,6 +67,15 @@ class BpeModel {
   int32_t byte_ids_[256];
   bool all_bytes_ = false;  // every <0xNN> token exists
 
+  // Every pair of characters that appear next to each other inside some vocabulary token. Merges
+  // only ever produce vocabulary tokens, so no merge can join x|y when (x, y) is not in this set
+  // and both are single-character tokens: a long word can be cut there and its pieces merged
+  // (and cached) independently with the same result. Gemma's pre-tokenizer leaves whole
+  // documents as one word; this cuts them before almost every "▁".
+  mutable CharPairSet adjacent_;
+  mutable std::once_flag adjacent_once_;
+  bool split_long_words_ = false;
+
   // Words shorter than kCacheMaxLen bytes, up to kCacheCapacity of them (like HF, entries are
   // never evicted). Sharded with try_lock so that concurrent encodes never wait on it.
   static constexpr size_t kCacheMaxLen = 256, kCacheShards = 32, kCacheCapacity = 65536;
@@ -70,6 +88,7 @@ class BpeModel {
     std::unordered_map<std::string, std::vector<int32_t>, SvHash, std::equal_to<>> map;
   };
   std::unique_ptr<CacheShard[]> cache_;
+  uint32_t generation_;  // tells this model's entries apart in the per-thread front cache
 };
 
 }  // namespace tessera::tok

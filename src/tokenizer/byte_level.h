@@ -10,7 +10,7 @@
 namespace tessera::tok {
 
 struct ByteLevelTable {
-  char utf8[256][3];    // UTF-8 of the character for each byte
+  char utf8[256][3];  // UTF-8 of the character for each byte
   uint8_t utf8_len[256];
   int16_t byte_of[324];  // code point -> byte, -1 when the character is not in the mapping
   ByteLevelTable();

@@ -36,8 +36,8 @@ IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tok, bool skip_s
 
 std::string IncrementalDetokenizer::push(int32_t id) {
   std::string token = tok_.id_to_token(id);
-  if (token.empty()) return "";                            // unknown: decode skips it too
-  if (skip_special_ && tok_.is_special(id)) return "";     // dropped by decode as well
+  if (token.empty()) return "";                         // unknown: decode skips it too
+  if (skip_special_ && tok_.is_special(id)) return "";  // dropped by decode as well
   ids_.push_back(id);
   if (is_byte_token(token)) return "";
   std::span<const int32_t> all(ids_);

@@ -10,9 +10,9 @@ void JNode::fail(const std::string& why) const {
 }
 
 void JNode::unsupported(const std::string& what) const {
-  tessera::fail(ErrorKind::unsupported,
-                *file + ": " + (path.empty() ? std::string("(root)") : path) + ": " + what +
-                    " is not supported by tessera's tokenizer");
+  tessera::fail(ErrorKind::unsupported, *file + ": " +
+                                            (path.empty() ? std::string("(root)") : path) + ": " +
+                                            what + " is not supported by tessera's tokenizer");
 }
 
 std::optional<JNode> JNode::get(std::string_view key) const {
@@ -45,7 +45,8 @@ int64_t JNode::integer() const {
   uint64_t u;
   if (e.get_uint64().get(u) == simdjson::SUCCESS && u <= INT64_MAX) return static_cast<int64_t>(u);
   double d;
-  if (e.get_double().get(d) == simdjson::SUCCESS && d == static_cast<double>(static_cast<int64_t>(d)))
+  if (e.get_double().get(d) == simdjson::SUCCESS &&
+      d == static_cast<double>(static_cast<int64_t>(d)))
     return static_cast<int64_t>(d);
   fail("expected an integer");
 }

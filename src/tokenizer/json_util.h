@@ -19,7 +19,7 @@ struct JNode {
   const std::string* file;
   std::string path;
 
-  [[noreturn]] void fail(const std::string& why) const;  // Error(invalid_model)
+  [[noreturn]] void fail(const std::string& why) const;          // Error(invalid_model)
   [[noreturn]] void unsupported(const std::string& what) const;  // Error(unsupported)
 
   bool is_null() const { return e.is_null(); }

@@ -88,9 +88,9 @@ class RegexPattern final : public Pattern {
     bool have_last = false;
     size_t last_end = 0;
     while (start <= text.size()) {
-      int rc = jit_ ? pcre2_jit_match(code_, subject, text.size(), start, 0, s.md, s.mctx)
-                    : pcre2_match(code_, subject, text.size(), start, PCRE2_NO_UTF_CHECK, s.md,
-                                  s.mctx);
+      int rc =
+          jit_ ? pcre2_jit_match(code_, subject, text.size(), start, 0, s.md, s.mctx)
+               : pcre2_match(code_, subject, text.size(), start, PCRE2_NO_UTF_CHECK, s.md, s.mctx);
       if (rc == PCRE2_ERROR_NOMATCH) break;
       if (rc < 0) {
         PCRE2_UCHAR msg[256];

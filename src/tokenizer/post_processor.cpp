@@ -80,7 +80,8 @@ std::unique_ptr<PostProcessor> make_template(const JNode& node) {
       if (!ids.is_array()) ids.fail("expected an array of ids");
       std::vector<int32_t> v;
       size_t i = 0;
-      for (JElem x : ids.e.get_array()) v.push_back(static_cast<int32_t>(ids.index(i++, x).integer()));
+      for (JElem x : ids.e.get_array())
+        v.push_back(static_cast<int32_t>(ids.index(i++, x).integer()));
       specials[std::string(kv.key)] = std::move(v);
     }
   }

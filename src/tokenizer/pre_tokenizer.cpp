@@ -163,7 +163,8 @@ class ByteLevelPreTokenizer final : public PreTokenizer {
     regex_->find_all(text, matches);
     split_spans(matches, text.size(), false, SplitBehavior::isolated, spans);
     for (const Span& s : spans) {
-      if (s.first != s.second) emit(text.substr(s.first, s.second - s.first), at_origin && s.first == 0);
+      if (s.first != s.second)
+        emit(text.substr(s.first, s.second - s.first), at_origin && s.first == 0);
     }
   }
 
@@ -203,7 +204,8 @@ class MetaspacePreTokenizer final : public PreTokenizer {
     }
     std::vector<Span> matches, spans;
     char32_t rep = replacement_;
-    char_matches(s, [rep](char32_t c) { return c == rep; }, matches);
+    char_matches(
+        s, [rep](char32_t c) { return c == rep; }, matches);
     split_spans(matches, s.size(), false, SplitBehavior::merged_with_next, spans);
     emit_spans(s, at_origin, spans, sink);
   }
@@ -221,7 +223,8 @@ class DigitsPreTokenizer final : public PreTokenizer {
   explicit DigitsPreTokenizer(bool individual) : individual_(individual) {}
   void pre_tokenize(std::string_view text, bool at_origin, PieceSink sink) const override {
     std::vector<Span> matches, spans;
-    char_matches(text, [](char32_t c) { return is_numeric(c); }, matches);
+    char_matches(
+        text, [](char32_t c) { return is_numeric(c); }, matches);
     split_spans(matches, text.size(), false,
                 individual_ ? SplitBehavior::isolated : SplitBehavior::contiguous, spans);
     emit_spans(text, at_origin, spans, sink);
@@ -236,7 +239,8 @@ class WhitespaceSplitPreTokenizer final : public PreTokenizer {
  public:
   void pre_tokenize(std::string_view text, bool at_origin, PieceSink sink) const override {
     std::vector<Span> matches, spans;
-    char_matches(text, [](char32_t c) { return is_white_space(c); }, matches);
+    char_matches(
+        text, [](char32_t c) { return is_white_space(c); }, matches);
     split_spans(matches, text.size(), false, SplitBehavior::removed, spans);
     emit_spans(text, at_origin, spans, sink);
   }

@@ -1,6 +1,10 @@
 // Loading tokenizer.json (simdjson: Gemma 3's 33 MB file parses in ~50 ms where nlohmann::json
 // takes ~900 ms on the 2-core dev machine) and tokenizer_config.json (BOS/EOS, chat template).
+#include <fcntl.h>
 #include <simdjson.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -23,10 +27,58 @@ simdjson::padded_string read_file(const std::string& path) {
   return s;
 }
 
-JElem parse(simdjson::dom::parser& parser, const simdjson::padded_string& text,
-            const std::string& path) {
+// tokenizer.json mapped from the page cache instead of copied (33 MB for Gemma 3). simdjson
+// reads up to SIMDJSON_PADDING bytes past the end: the zero-filled rest of the last page serves
+// when it is long enough, otherwise the file is read into a padded buffer.
+class JsonFile {
+ public:
+  explicit JsonFile(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(ErrorKind::io, path + ": cannot be opened");
+    struct stat st;
+    if (fstat(fd, &st) == 0 && st.st_size > 0) {
+      size_t size = static_cast<size_t>(st.st_size);
+      size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+      size_t slack = (page - size % page) % page;
+      if (slack >= simdjson::SIMDJSON_PADDING) {
+        void* m = mmap(nullptr, size + slack, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+        if (m != MAP_FAILED) {
+          map_ = m;
+          map_len_ = size + slack;
+          data_ = static_cast<const char*>(m);
+          size_ = size;
+        }
+      }
+    }
+    ::close(fd);
+    if (!map_) {
+      if (simdjson::padded_string::load(path).get(copy_) != simdjson::SUCCESS) {
+        fail(ErrorKind::io, path + ": cannot be read");
+      }
+      data_ = copy_.data();
+      size_ = copy_.size();
+    }
+  }
+  ~JsonFile() {
+    if (map_) munmap(map_, map_len_);
+  }
+  JsonFile(const JsonFile&) = delete;
+  JsonFile& operator=(const JsonFile&) = delete;
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  void* map_ = nullptr;
+  size_t map_len_ = 0;
+  simdjson::padded_string copy_;
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+JElem parse(simdjson::dom::parser& parser, const JsonFile& text, const std::string& path) {
   JElem root;
-  auto err = parser.parse(text).get(root);
+  auto err =
+      parser.parse(reinterpret_cast<const uint8_t*>(text.data()), text.size(), false).get(root);
   if (err != simdjson::SUCCESS) {
     fail_model(path + ": not valid JSON (" + simdjson::error_message(err) + ")");
   }
@@ -107,7 +159,8 @@ ConfigValues read_config(const std::string& path) {
           for (auto f : o) {
             std::string_view k, s;
             if (f.unescaped_key().get(k) != simdjson::SUCCESS) err("chat_template");
-            if ((k == "name" || k == "template") && f.value().get_string().get(s) != simdjson::SUCCESS)
+            if ((k == "name" || k == "template") &&
+                f.value().get_string().get(s) != simdjson::SUCCESS)
               err("chat_template");
             if (k == "name") name = std::string(s);
             if (k == "template") tmpl = std::string(s);
@@ -126,7 +179,7 @@ ConfigValues read_config(const std::string& path) {
 
 HfTokenizer::HfTokenizer(const std::string& json_path, const std::string& config_dir)
     : file_(json_path) {
-  simdjson::padded_string text = read_file(json_path);
+  JsonFile text(json_path);
   simdjson::dom::parser parser;
   JNode root{parse(parser, text, json_path), &file_, ""};
 

@@ -37,7 +37,7 @@ inline int classify(const unsigned char* p, size_t n) {
   if (b >= 0xE0 && b <= 0xEF) {
     if (n < 2) return -1;
     unsigned char c = p[1];
-    bool ok = (b == 0xE0) ? (c >= 0xA0 && c <= 0xBF)
+    bool ok = (b == 0xE0)   ? (c >= 0xA0 && c <= 0xBF)
               : (b == 0xED) ? (c >= 0x80 && c <= 0x9F)
                             : (c >= 0x80 && c <= 0xBF);
     if (!ok) return -1;
@@ -46,7 +46,7 @@ inline int classify(const unsigned char* p, size_t n) {
   if (b >= 0xF0 && b <= 0xF4) {
     if (n < 2) return -1;
     unsigned char c = p[1];
-    bool ok = (b == 0xF0) ? (c >= 0x90 && c <= 0xBF)
+    bool ok = (b == 0xF0)   ? (c >= 0x90 && c <= 0xBF)
               : (b == 0xF4) ? (c >= 0x80 && c <= 0x8F)
                             : (c >= 0x80 && c <= 0xBF);
     if (!ok) return -1;

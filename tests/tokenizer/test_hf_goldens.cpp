@@ -3,14 +3,18 @@
 // scripts/fixtures/tokenizer_goldens.py; and the incremental detokenizer against decode.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "tokenizer/tokenizer_fixtures.h"
 
 namespace tessera::test {
 namespace {
 
-std::string show(const std::vector<int32_t>& v) { return nlohmann::json(v).dump(); }
+std::string show(const std::vector<int32_t>& v) {
+  return nlohmann::json(v).dump();
+}
 std::string quote(const std::string& s) {
   return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -30,18 +34,22 @@ TEST_P(HfGoldens, IdsAndDecodesMatchEveryCorpusLine) {
     std::vector<int32_t> ids = tok.encode(texts[i], true);
     std::vector<int32_t> plain = tok.encode(texts[i], false);
     std::string dec = tok.decode(g.ids, false), dec_skip = tok.decode(g.ids, true);
-    bool ok = ids == g.ids && plain == g.ids_plain && dec == g.decoded && dec_skip == g.decoded_skip;
+    bool ok =
+        ids == g.ids && plain == g.ids_plain && dec == g.decoded && dec_skip == g.decoded_skip;
     if (ok) continue;
     if (++failures > 8) continue;  // report the first few in full
     ADD_FAILURE() << name << " corpus line " << i + 1 << " " << quote(texts[i])
-                  << (ids == g.ids ? "" : "\n  ids      " + show(ids) + "\n  expected " + show(g.ids))
+                  << (ids == g.ids ? ""
+                                   : "\n  ids      " + show(ids) + "\n  expected " + show(g.ids))
                   << (plain == g.ids_plain
                           ? ""
                           : "\n  plain    " + show(plain) + "\n  expected " + show(g.ids_plain))
-                  << (dec == g.decoded ? "" : "\n  decode   " + quote(dec) + "\n  expected " + quote(g.decoded))
-                  << (dec_skip == g.decoded_skip
+                  << (dec == g.decoded
                           ? ""
-                          : "\n  skip     " + quote(dec_skip) + "\n  expected " + quote(g.decoded_skip));
+                          : "\n  decode   " + quote(dec) + "\n  expected " + quote(g.decoded))
+                  << (dec_skip == g.decoded_skip ? ""
+                                                 : "\n  skip     " + quote(dec_skip) +
+                                                       "\n  expected " + quote(g.decoded_skip));
   }
   EXPECT_EQ(failures, 0) << failures << " of " << texts.size() << " corpus lines differ";
 }
@@ -65,6 +73,27 @@ TEST_P(HfGoldens, IncrementalDetokenizerConcatenationEqualsDecode) {
     }
   }
   EXPECT_EQ(failures, 0);
+}
+
+TEST_P(HfGoldens, ConcurrentEncodesGiveTheSameIds) {
+  // The word cache and per-thread scratch buffers are shared by every caller of one Tokenizer.
+  const std::string name = GetParam();
+  const Tokenizer& tok = real_tokenizer(name);
+  std::vector<Golden> gold = goldens(name);
+  ASSERT_EQ(gold.size(), corpus().size());
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 3; ++round) {
+        for (size_t i = t; i < corpus().size(); i += (t % 2) + 1) {
+          if (tok.encode(corpus()[i], true) != gold[i].ids) ++mismatches;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, HfGoldens, ::testing::Values("gemma3", "llama3", "qwen3"));

@@ -65,9 +65,9 @@ std::vector<Golden> goldens(const std::string& name) {
   }
   for (const std::string& line : lines) {
     auto j = nlohmann::json::parse(line);
-    out.push_back(Golden{j.at("ids").get<std::vector<int32_t>>(),
-                         j.at("ids_plain").get<std::vector<int32_t>>(),
-                         j.at("decoded").get<std::string>(), j.at("decoded_skip").get<std::string>()});
+    out.push_back(Golden{
+        j.at("ids").get<std::vector<int32_t>>(), j.at("ids_plain").get<std::vector<int32_t>>(),
+        j.at("decoded").get<std::string>(), j.at("decoded_skip").get<std::string>()});
   }
   return out;
 }

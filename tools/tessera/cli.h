@@ -34,6 +34,7 @@ int guarded(const std::function<int()>& body);
 int exit_code();
 void run_command(const std::function<int()>& body);  // exit_code() = guarded(body)
 
+void add_tokenize_commands(CLI::App& app);  // tokenize, detokenize
 void add_info_command(CLI::App& app);
 void add_logits_command(CLI::App& app);
 void add_make_model_command(CLI::App& app);

@@ -7,6 +7,7 @@ int main(int argc, char** argv) {
   CLI::App app{"tessera: run Hugging Face language models on NVIDIA GPUs and x86 CPUs"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "tessera 0.1.0");
+  tessera::cli::add_tokenize_commands(app);
   tessera::cli::add_info_command(app);
   tessera::cli::add_logits_command(app);
   tessera::cli::add_make_model_command(app);
