@@ -1,0 +1,86 @@
+// q/k norm + RoPE: one warp per (token, head) of q and k; lane l owns the rotary pairs
+// (j, j + hd/2) for j = l, l + 32, ... so the rotation needs no shuffles and the norm one warp sum.
+// ref: transformers apply_rotary_pos_emb / rotate_half; cpu/rope.cpp (angles pos * inv_freq in
+// fp32, cos/sin in fp32, the norm as x * inv * w).
+#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/rope.h"
+
+namespace tessera::cuda {
+
+namespace {
+
+constexpr int kMaxPairsPerLane = 8;  // hd <= 512
+
+template <class T>
+__global__ void qk_norm_rope_kernel(T* __restrict__ qkv, int64_t stride, int T_rows, int nh,
+                                    int nkv, int hd, const float* __restrict__ q_norm,
+                                    const float* __restrict__ k_norm, float eps,
+                                    const int32_t* __restrict__ positions,
+                                    const float* __restrict__ inv_freq) {
+  const int warp = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 31;
+  const int heads = nh + nkv;
+  if (warp >= T_rows * heads) return;
+  const int t = warp / heads, h = warp % heads;
+  const int half = hd / 2;
+  T* x = qkv + static_cast<int64_t>(t) * stride + static_cast<int64_t>(h) * hd;
+  float a[kMaxPairsPerLane], b[kMaxPairsPerLane];
+  float ss = 0.f;
+#pragma unroll
+  for (int k = 0; k < kMaxPairsPerLane; ++k) {
+    const int j = lane + 32 * k;
+    if (j < half) {
+      a[k] = to_f32(x[j]);
+      b[k] = to_f32(x[j + half]);
+    } else {
+      a[k] = b[k] = 0.f;
+    }
+    ss += a[k] * a[k] + b[k] * b[k];
+  }
+  const float* nw = h < nh ? q_norm : k_norm;
+  if (nw) {
+    ss = warp_sum(ss);
+    const float r = 1.0f / sqrtf(ss / static_cast<float>(hd) + eps);
+#pragma unroll
+    for (int k = 0; k < kMaxPairsPerLane; ++k) {
+      const int j = lane + 32 * k;
+      if (j < half) {
+        a[k] = a[k] * r * nw[j];
+        b[k] = b[k] * r * nw[j + half];
+      }
+    }
+  }
+  const float pos = static_cast<float>(positions[t]);
+#pragma unroll
+  for (int k = 0; k < kMaxPairsPerLane; ++k) {
+    const int j = lane + 32 * k;
+    if (j < half) {
+      const float ang = pos * inv_freq[j];
+      float s, c;
+      sincosf(ang, &s, &c);
+      x[j] = from_f32<T>(a[k] * c - b[k] * s);
+      x[j + half] = from_f32<T>(b[k] * c + a[k] * s);
+    }
+  }
+}
+
+}  // namespace
+
+void qk_norm_rope(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_norm, const Tensor* k_norm,
+                  float eps, const int32_t* positions, Tensor inv_freq, cudaStream_t st) {
+  if (qkv.rows == 0) return;
+  if (hd % 2 != 0 || hd > 2 * 32 * kMaxPairsPerLane)
+    throw Error(ErrorKind::unsupported, "CUDA qk_norm_rope: head_dim " + std::to_string(hd) +
+                                            " is not supported (even, at most 512)");
+  const long long warps = qkv.rows * (nh + nkv);
+  dispatch_float(qkv.dtype, [&](auto tv) {
+    using T = decltype(tv);
+    qk_norm_rope_kernel<T><<<ceil_div(warps, 4), 128, 0, st>>>(
+        qkv.ptr<T>(), qkv.stride, static_cast<int>(qkv.rows), nh, nkv, hd,
+        q_norm ? q_norm->ptr<const float>() : nullptr,
+        k_norm ? k_norm->ptr<const float>() : nullptr, eps, positions, inv_freq.ptr<const float>());
+    TS_CUDA_LAUNCH("qk_norm_rope");
+  });
+}
+
+}  // namespace tessera::cuda
