@@ -41,6 +41,8 @@ struct Bench {
   ComputeBackend& be;
   std::mt19937 rng{1234};
   size_t kv_in_use = 0;  // bytes of KV blocks held at the end of the last generate()
+  int profile_step = -1;  // generate(): bracket this step for ncu (--profile-from-start off)
+  bool profile_forward = false;  // forward_once(): bracket the forward
 
   std::vector<int32_t> tokens(int n) {
     std::uniform_int_distribution<int32_t> d(3, model.info().vocab_size - 1);
@@ -79,9 +81,14 @@ struct Bench {
         entries[s].tokens = step_tokens[s];
         entries[s].logits_last = true;
       }
+      if (i == profile_step) cuda::profiler_range(true);
       HostBatch hb = build_batch(pool, entries);
       Tensor lg = model.forward(hb, pool.layers());
       be.sample(lg.rows_from(0, S), sb, out);
+      if (i == profile_step) {
+        cuda::profiler_range(false);
+        profile_step = -1;
+      }
       for (int s = 0; s < S; ++s) step_tokens[s].assign(1, out.ids[s]);
     }
     be.synchronize();
@@ -110,6 +117,7 @@ struct Bench {
       entries[s].logits_last = true;
     }
     be.synchronize();
+    if (profile_forward) cuda::profiler_range(true);
     const double t0 = now_s();
     HostBatch hb = build_batch(pool, entries);
     Tensor lg = model.forward(hb, pool.layers());
@@ -120,7 +128,12 @@ struct Bench {
       be.sample(lg.rows_from(0, S), sb, out);
     }
     be.synchronize();
-    return now_s() - t0;
+    const double t = now_s() - t0;
+    if (profile_forward) {
+      cuda::profiler_range(false);
+      profile_forward = false;
+    }
+    return t;
   }
 };
 
@@ -131,13 +144,20 @@ int main(int argc, char** argv) {
   std::string model_dir, only, json_out;
   int reps = 3;
   bool no_graphs = false, crossover = false;
+  std::string profile;
   app.add_option("--model", model_dir, "Hugging Face model directory")->required();
   app.add_option("--only", only, "comma-separated workloads");
   app.add_option("--reps", reps, "timed repetitions (median), after one warm-up");
   app.add_option("--json", json_out, "write the results here");
   app.add_flag("--no-graphs", no_graphs, "run decode steps eagerly");
   app.add_flag("--crossover", crossover, "time GEMV vs cuBLASLt per layer shape and M");
+  app.add_option("--profile", profile,
+                 "bracket one step for ncu --profile-from-start off: decode_b1 (decode step 100) "
+                 "or a forward workload (prefill_4096, ttft_512, classify_256x64)");
+  bool no_ceilings = false;
+  app.add_flag("--no-ceilings", no_ceilings, "skip the copy / GEMM ceiling measurements");
   CLI11_PARSE(app, argc, argv);
+  reps = std::max(reps, 1);
   try {
     auto be = make_cuda_backend();
     if (!be) {
@@ -147,8 +167,8 @@ int main(int argc, char** argv) {
     if (no_graphs) cuda::cuda_controls(*be)->graphs = false;
     json res;
     res["device"] = cuda::cuda_device_description();
-    const double copy_gbps = cuda::measure_copy_gbps(size_t{2} << 30, 10);
-    const double gemm_tflops = cuda::measure_gemm_tflops(8192, 10);
+    const double copy_gbps = no_ceilings ? 4200 : cuda::measure_copy_gbps(size_t{2} << 30, 10);
+    const double gemm_tflops = no_ceilings ? 790 : cuda::measure_gemm_tflops(8192, 10);
     res["ceilings"] = {{"copy_gbps", copy_gbps}, {"gemm_bf16_tflops", gemm_tflops}};
     std::printf("device: %s\nceilings: d2d copy %.0f GB/s (read+write), bf16 GEMM 8192^3 %.0f TFLOP/s\n",
                 res["device"].get<std::string>().c_str(), copy_gbps, gemm_tflops);
@@ -177,6 +197,7 @@ int main(int argc, char** argv) {
     std::printf("\nloaded %s: %.3f B parameters, %.2f GiB of weights in %.1f s\n", model_dir.c_str(),
                 in.parameter_count / 1e9, in.weight_bytes / double(1u << 30), now_s() - tl);
     Bench B{*model, *be};
+    if (profile == "decode_b1") B.profile_step = 100;
     std::set<std::string> want;
     for (size_t i = 0, j; i <= only.size(); i = j + 1) {
       j = only.find(',', i);
@@ -249,6 +270,7 @@ int main(int argc, char** argv) {
                   tps, step_s * 1e3, achieved["decode_b128_tflops"].get<double>());
     }
     if (on("prefill_4096")) {
+      B.profile_forward = profile == "prefill_4096";
       KvPool pool(*be, model->kv_spec(), B.pool_opts(1, 4096, 4096));
       std::vector<double> ts;
       for (int r = 0; r <= reps; ++r) {
@@ -262,6 +284,7 @@ int main(int argc, char** argv) {
                   achieved["prefill_4096_tflops"].get<double>());
     }
     if (on("ttft_512")) {
+      B.profile_forward = profile == "ttft_512";
       KvPool pool(*be, model->kv_spec(), B.pool_opts(1, 512, 512));
       std::vector<double> ts;
       for (int r = 0; r <= 2 * reps; ++r) {
@@ -273,6 +296,7 @@ int main(int argc, char** argv) {
       std::printf("ttft_512         %10.2f ms     (forward + greedy pick)\n", sec * 1e3);
     }
     if (on("classify_256x64")) {
+      B.profile_forward = profile == "classify_256x64";
       KvPool pool(*be, model->kv_spec(), B.pool_opts(256, 64, 64));
       std::vector<double> ts;
       for (int r = 0; r <= reps; ++r) {

@@ -10,19 +10,24 @@
 #   4. compute-sanitizer memcheck on decode (graphs included) and a CLI forward.
 # Logs go under $OUT (default /tmp/gpu-check); a PASS/FAIL table is printed last.
 #
-#   scripts/gpu-check.sh [--bin DIR] [--no-bench] [--no-peer] [--peer-reps N]
+#   scripts/gpu-check.sh [--bin DIR] [--no-bench] [--no-peer] [--peer-reps N] [--no-sanitizer]
+#                        [--profile]
+# --profile: ncu kernel durations of one decode_b1 step and one ttft_512 forward, and the bench
+#            with programmatic dependent launch off, into profile.log.
 # --bin: where tessera, tessera_tests_cuda and tessera_gpu_bench are (default: build/, build/tests/).
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-check}
 mkdir -p "$OUT"
-BIN="" BENCH=1 PEER=1 PEER_REPS=3
+BIN="" BENCH=1 PEER=1 PEER_REPS=3 SANITIZER=1 PROFILE=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) BIN=$2; shift 2 ;;
     --no-bench) BENCH=0; shift ;;
     --no-peer) PEER=0; shift ;;
     --peer-reps) PEER_REPS=$2; shift 2 ;;
+    --no-sanitizer) SANITIZER=0; shift ;;
+    --profile) PROFILE=1; shift ;;
     *) echo "gpu-check.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -115,9 +120,38 @@ if [ $PEER -eq 1 ]; then
   [ $rc -eq 0 ] && record "hf_peer.py (transformers)" PASS "" || record "hf_peer.py (transformers)" FAIL "rc $rc"
 fi
 
+# Profile: per-kernel durations (ncu replays each kernel; the sum shows what the launch gaps cost).
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+if [ $PROFILE -eq 1 ] && [ -n "$NCU" ] && [ -n "$GBENCH" ]; then
+  for w in decode_b1 ttft_512; do
+    echo "==== ncu: one $w step" >>"$OUT/profile.log"
+    timeout 240 "$NCU" --clock-control none --profile-from-start off --metrics gpu__time_duration.sum \
+      --csv --log-file /tmp/ncu_$w.csv "$GBENCH" --model $G1B --only $w --reps 1 --no-ceilings \
+      --profile $w >/dev/null 2>>"$OUT/profile.log"
+    python3 - /tmp/ncu_$w.csv >>"$OUT/profile.log" 2>&1 <<'PY'
+import csv, sys, collections
+rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
+h = rows[0]; ki = h.index("Kernel Name"); vi = h.index("Metric Value"); ui = h.index("Metric Unit")
+agg = collections.defaultdict(lambda: [0, 0.0]); total = 0.0
+for r in rows[1:]:
+    v = float(r[vi].replace(",", "")); v = v / 1000 if r[ui] == "nsecond" else v * 1000 if r[ui] == "msecond" else v
+    name = r[ki].split("(")[0][:90]; agg[name][0] += 1; agg[name][1] += v; total += v
+print("kernels %d, sum of durations %.1f us" % (sum(a[0] for a in agg.values()), total))
+for n, (c, t) in sorted(agg.items(), key=lambda x: -x[1][1])[:25]:
+    print("%8.1f us %5d  %s" % (t, c, n))
+PY
+  done
+  echo "==== bench with TESSERA_PDL=0" >>"$OUT/profile.log"
+  TESSERA_PDL=0 timeout 120 "$GBENCH" --model $G1B --only decode_b1,decode_b128,ttft_512 --no-ceilings \
+    2>&1 | grep -v '^{' >>"$OUT/profile.log"
+  echo "==== bench with graphs off" >>"$OUT/profile.log"
+  timeout 120 "$GBENCH" --model $G1B --only decode_b1 --no-ceilings --no-graphs 2>&1 | grep -v '^{' >>"$OUT/profile.log"
+  record "profile (ncu)" INFO "see profile.log"
+fi
+
 # 4. compute-sanitizer (last: the slowest and the least likely to change the figures) memcheck: decode with graphs (the tiny model's batch tests) and the CLI.
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-if [ -n "$SAN" ] && [ -n "$TESTS" ]; then
+if [ $SANITIZER -eq 1 ] && [ -n "$SAN" ] && [ -n "$TESTS" ]; then
   echo "---- compute-sanitizer" >>"$LOG"
   timeout 150 "$SAN" --tool memcheck --error-exitcode 9 "$TESTS" \
     --gtest_filter='CudaModel.BatchEqualsSingleWithGraphs:CudaModel.GraphReplayEqualsEagerDecode:CudaAttention.PaddedDecodeBucketAttendsToNothing:CudaSampling.SameSeedSameStepSamePick' \

@@ -23,6 +23,7 @@ __device__ __forceinline__ float act_fn(float g) {
 template <Activation A, class TI, class TO>
 __global__ void gated_act_kernel(const TI* __restrict__ gu, int64_t gs, TO* __restrict__ out,
                                  int64_t os, int64_t rows, int I) {
+  pdl_enter();
   const int64_t total = rows * I;
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -38,6 +39,7 @@ __global__ void gated_act_kernel(const TI* __restrict__ gu, int64_t gs, TO* __re
 template <Activation A>
 __global__ void gated_act_vec_kernel(const bf16* __restrict__ gu, int64_t gs, bf16* __restrict__ out,
                                      int64_t os, int64_t rows, int I) {
+  pdl_enter();
   const int I8 = I / 8;
   const int64_t total = rows * I8;
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
@@ -59,6 +61,7 @@ __global__ void gated_act_vec_kernel(const bf16* __restrict__ gu, int64_t gs, bf
 
 __global__ void softcap_kernel(float* __restrict__ x, int64_t stride, int64_t rows, int64_t cols,
                                float cap) {
+  pdl_enter();
   const int64_t total = rows * cols;
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -80,8 +83,7 @@ void gated_act_t(Tensor gu, Tensor out, cudaStream_t st) {
                    reinterpret_cast<uintptr_t>(gu.data) % 16 == 0 &&
                    reinterpret_cast<uintptr_t>(out.data) % 16 == 0;
   if (vec) {
-    gated_act_vec_kernel<A><<<grid_for(gu.rows * (I / 8), 256), 256, 0, st>>>(
-        gu.ptr<const bf16>(), gu.stride, out.ptr<bf16>(), out.stride, gu.rows, I);
+    launch(gated_act_vec_kernel<A>, grid_for(gu.rows * (I / 8), 256), 256, 0, st, "activation", gu.ptr<const bf16>(), gu.stride, out.ptr<bf16>(), out.stride, gu.rows, I);
     TS_CUDA_LAUNCH("gated_act");
     return;
   }
@@ -89,8 +91,7 @@ void gated_act_t(Tensor gu, Tensor out, cudaStream_t st) {
     using TI = decltype(ti);
     dispatch_float(out.dtype, [&](auto to) {
       using TO = decltype(to);
-      gated_act_kernel<A, TI, TO><<<grid_for(gu.rows * I, 256), 256, 0, st>>>(
-          gu.ptr<const TI>(), gu.stride, out.ptr<TO>(), out.stride, gu.rows, I);
+      launch(gated_act_kernel<A, TI, TO>, grid_for(gu.rows * I, 256), 256, 0, st, "activation", gu.ptr<const TI>(), gu.stride, out.ptr<TO>(), out.stride, gu.rows, I);
       TS_CUDA_LAUNCH("gated_act");
     });
   });
@@ -110,7 +111,7 @@ void gated_act(Tensor gate_up, Activation act, Tensor out, cudaStream_t st) {
 void softcap(Tensor x, float cap, cudaStream_t st) {
   if (x.rows == 0) return;
   if (x.dtype != DType::f32) throw Error(ErrorKind::unsupported, "CUDA softcap expects f32 logits");
-  softcap_kernel<<<grid_for(x.rows * x.cols, 256), 256, 0, st>>>(x.ptr<float>(), x.stride, x.rows,
+  launch(softcap_kernel, grid_for(x.rows * x.cols, 256), 256, 0, st, "activation", x.ptr<float>(), x.stride, x.rows,
                                                                   x.cols, cap);
   TS_CUDA_LAUNCH("softcap");
 }

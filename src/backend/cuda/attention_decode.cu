@@ -1,10 +1,14 @@
 // Split-KV decode attention (flash-decoding) for sequences with one new token. Grid
-// (split, kv head, sequence); each block scores up to 128 keys of its split for all q heads that
-// share the kv head (GQA: the K/V rows are read once for rep heads), then either writes the
-// result (one split) or a partial (max, sum, unnormalised output) that the last block to finish
-// -- found with an atomic counter per (sequence, kv head) -- merges. Splits are counted from the
-// first key the token sees, so a sliding-window layer launches only window / 128 + 1 of them.
-// ref: cpu/attention.cpp; FlashDecoding (Dao et al. 2023) for the split/merge.
+// (split, kv head, sequence); a block takes 64 keys of one split for all q heads that share the
+// kv head (GQA: K/V rows are read once for the rep heads). The split's slots are looked up once,
+// its K and V rows arrive in shared memory in one round of cp.async, and the scores and the
+// weighted sum are computed from there by 4 warps of 16 keys each, so that the block costs about
+// two memory latencies rather than one per key. With one split the block writes the result;
+// otherwise it writes a partial (max, sum, unnormalised output) and the last block to finish --
+// found with an atomic counter per (sequence, kv head) -- merges them, so no second launch.
+// Splits are counted from the first key the token sees: a sliding layer launches at most
+// window / 64 + 1 of them.
+// ref: cpu/attention.cpp; FlashDecoding (Dao et al. 2023) for the split and merge.
 #include <algorithm>
 
 #include "backend/cuda/attention.h"
@@ -14,9 +18,15 @@ namespace tessera::cuda {
 
 namespace {
 
-constexpr int kC = kDecodeKeysPerSplit;
+constexpr int kC = kDecodeKeysPerSplit;  // 64
 constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kKeysPerWarp = kC / kWarps;  // 16
 constexpr int kMaxRep = kDecodeMaxRep;
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
 
 __device__ __forceinline__ void bf16x8_to_f32(uint4 u, float* f) {
   const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
@@ -32,11 +42,19 @@ template <int HD>
 __global__ void __launch_bounds__(kThreads) attn_decode_kernel(AttnParams p, int nsplit,
                                                                float* __restrict__ part,
                                                                int* __restrict__ counters) {
-  __shared__ __align__(16) float qs[kMaxRep][HD];
+  pdl_enter();
+  constexpr int CH = HD / 8;        // 16-byte chunks per K/V row
+  constexpr int LPK = CH;           // lanes per key: one chunk each
+  constexpr int KPI = 32 / LPK;     // keys a warp covers per iteration (1, 2 or 4)
+  constexpr int ITERS = kKeysPerWarp / KPI;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  bf16* Ks = reinterpret_cast<bf16*>(smem_raw);  // [kC][HD]; reused for the warp reduction
+  bf16* Vs = Ks + kC * HD;                       // [kC][HD]
   __shared__ float sc[kMaxRep][kC];
   __shared__ int slots[kC];
   __shared__ float ms[kMaxRep], ls[kMaxRep];
   __shared__ int is_last;
+
   const int s = blockIdx.z, kvh = blockIdx.y, x = blockIdx.x, tid = threadIdx.x;
   if (p.seq_q_len[s] != 1) return;
   const int rep = p.nh / p.nkv;
@@ -57,58 +75,78 @@ __global__ void __launch_bounds__(kThreads) attn_decode_kernel(AttnParams p, int
   const int base = (first + x) * kC;
   const int k0 = max(lo, base), k1 = min(hi + 1, base + kC);  // keys [k0, k1)
 
-  const bf16* q = static_cast<const bf16*>(p.qkv) + static_cast<int64_t>(t) * p.qkv_stride +
-                  static_cast<int64_t>(kvh) * rep * HD;
-  for (int i = tid; i < rep * HD; i += kThreads) qs[i / HD][i % HD] = __bfloat162float(q[i]);
-  __syncthreads();
-
-  // Phase 1: thread j scores key base + j against every q head of the group.
-  const bf16* K = static_cast<const bf16*>(p.k);
-  const bf16* V = static_cast<const bf16*>(p.v);
-  const int32_t* table = p.block_table + static_cast<int64_t>(s) * p.max_blocks;
+  const int warp = tid >> 5, lane = tid & 31;
+  const int key_sub = lane / LPK, chunk = lane % LPK;
+  // This lane's 8 q values of each head of the group (independent of the slot lookups).
+  float q[kMaxRep][8];
   {
-    const int key = base + tid;
-    int slot = -1;
-    if (key >= k0 && key < k1) {
-      const int blk = table[key / p.block_size];
-      if (blk >= 0) slot = blk * p.block_size + key % p.block_size;
-    }
-    slots[tid] = slot;
-    float dot[kMaxRep];
-#pragma unroll
-    for (int r = 0; r < kMaxRep; ++r) dot[r] = 0.f;
-    if (slot >= 0) {
-      const uint4* kr = reinterpret_cast<const uint4*>(
-          K + (static_cast<int64_t>(slot) * p.nkv + kvh) * HD);
-#pragma unroll 4
-      for (int c = 0; c < HD / 8; ++c) {
-        float kf[8];
-        bf16x8_to_f32(__ldg(kr + c), kf);
-#pragma unroll
-        for (int r = 0; r < kMaxRep; ++r) {
-          if (r < rep) {
-            const float4 qa = *reinterpret_cast<const float4*>(&qs[r][c * 8]);
-            const float4 qb = *reinterpret_cast<const float4*>(&qs[r][c * 8 + 4]);
-            dot[r] += qa.x * kf[0] + qa.y * kf[1] + qa.z * kf[2] + qa.w * kf[3] + qb.x * kf[4] +
-                      qb.y * kf[5] + qb.z * kf[6] + qb.w * kf[7];
-          }
-        }
-      }
-    }
+    const bf16* qrow = static_cast<const bf16*>(p.qkv) + static_cast<int64_t>(t) * p.qkv_stride +
+                       static_cast<int64_t>(kvh) * rep * HD + chunk * 8;
 #pragma unroll
     for (int r = 0; r < kMaxRep; ++r) {
       if (r < rep) {
-        float v = dot[r] * p.scale;
+        bf16x8_to_f32(*reinterpret_cast<const uint4*>(qrow + r * HD), q[r]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) q[r][i] = 0.f;
+      }
+    }
+  }
+  if (tid < kC) {
+    const int key = base + tid;
+    int slot = -1;
+    if (key >= k0 && key < k1) {
+      const int blk = p.block_table[static_cast<int64_t>(s) * p.max_blocks + key / p.block_size];
+      if (blk >= 0) slot = blk * p.block_size + key % p.block_size;
+    }
+    slots[tid] = slot;
+  }
+  __syncthreads();
+  // K and V rows of the split into shared memory; keys outside [k0, k1) become zeros.
+  const bf16* K = static_cast<const bf16*>(p.k);
+  const bf16* V = static_cast<const bf16*>(p.v);
+  for (int c = tid; c < kC * CH; c += kThreads) {
+    const int j = c / CH, part = c % CH;
+    const int slot = slots[j];
+    bf16* kd = Ks + j * HD + part * 8;
+    bf16* vd = Vs + j * HD + part * 8;
+    if (slot >= 0) {
+      const int64_t off = (static_cast<int64_t>(slot) * p.nkv + kvh) * HD + part * 8;
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(kd)), "l"(K + off));
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(vd)), "l"(V + off));
+    } else {
+      *reinterpret_cast<uint4*>(kd) = make_uint4(0, 0, 0, 0);
+      *reinterpret_cast<uint4*>(vd) = make_uint4(0, 0, 0, 0);
+    }
+  }
+  asm volatile("cp.async.commit_group;\ncp.async.wait_all;\n" ::: "memory");
+  __syncthreads();
+
+  // Scores: warp w scores keys [16 w, 16 w + 16); the LPK lanes of a key split its dims.
+#pragma unroll
+  for (int it = 0; it < ITERS; ++it) {
+    const int j = warp * kKeysPerWarp + it * KPI + key_sub;
+    float kf[8];
+    bf16x8_to_f32(*reinterpret_cast<const uint4*>(Ks + j * HD + chunk * 8), kf);
+#pragma unroll
+    for (int r = 0; r < kMaxRep; ++r) {
+      if (r >= rep) break;
+      float d = 0.f;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) d = fmaf(q[r][i], kf[i], d);
+#pragma unroll
+      for (int o = LPK / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+      if (chunk == 0) {
+        float v = d * p.scale;
         if (p.softcap > 0.f) v = tanhf(v / p.softcap) * p.softcap;
-        sc[r][tid] = slot >= 0 ? v : -INFINITY;
+        sc[r][j] = slots[j] >= 0 ? v : -INFINITY;
       }
     }
   }
   __syncthreads();
 
-  // Phase 2: per head, max and exp-sum over the split's keys (one warp per head).
-  const int warp = tid >> 5, lane = tid & 31;
-  for (int r = warp; r < rep; r += kThreads / 32) {
+  // Softmax pieces per head (one warp per head): max, exp, sum over the split's keys.
+  for (int r = warp; r < rep; r += kWarps) {
     float mx = -INFINITY;
     for (int j = lane; j < kC; j += 32) mx = fmaxf(mx, sc[r][j]);
     mx = warp_max(mx);
@@ -126,39 +164,50 @@ __global__ void __launch_bounds__(kThreads) attn_decode_kernel(AttnParams p, int
   }
   __syncthreads();
 
-  // Phase 3: thread owns dims (2 tid, 2 tid + 1); weighted sum of V over the split's keys.
-  const int d = 2 * tid;
-  float acc[kMaxRep][2];
+  // Weighted sum of V: warp w over its 16 keys, lane over its 8 dims of its key subgroup.
+  float acc[kMaxRep][8];
 #pragma unroll
-  for (int r = 0; r < kMaxRep; ++r) acc[r][0] = acc[r][1] = 0.f;
-  if (d < HD) {
-    const int j0 = k0 - base, j1 = k1 - base;
-#pragma unroll 4
-    for (int j = j0; j < j1; ++j) {
-      const int slot = slots[j];
-      if (slot < 0) continue;
-      const float2 v = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(
-          V + (static_cast<int64_t>(slot) * p.nkv + kvh) * HD + d));
+  for (int r = 0; r < kMaxRep; ++r)
 #pragma unroll
-      for (int r = 0; r < kMaxRep; ++r) {
-        if (r < rep) {
-          acc[r][0] += sc[r][j] * v.x;
-          acc[r][1] += sc[r][j] * v.y;
-        }
-      }
+    for (int i = 0; i < 8; ++i) acc[r][i] = 0.f;
+#pragma unroll
+  for (int it = 0; it < ITERS; ++it) {
+    const int j = warp * kKeysPerWarp + it * KPI + key_sub;
+    float vf[8];
+    bf16x8_to_f32(*reinterpret_cast<const uint4*>(Vs + j * HD + chunk * 8), vf);
+#pragma unroll
+    for (int r = 0; r < kMaxRep; ++r) {
+      if (r >= rep) break;
+      const float pj = sc[r][j];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc[r][i] = fmaf(pj, vf[i], acc[r][i]);
     }
   }
+  // Fold the key subgroups of the warp (lanes chunk, chunk + LPK, ...), then the 4 warps.
+#pragma unroll
+  for (int r = 0; r < kMaxRep; ++r)
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+      for (int o = 16; o >= LPK; o >>= 1) acc[r][i] += __shfl_xor_sync(0xffffffffu, acc[r][i], o);
+  float* red = reinterpret_cast<float*>(Ks);  // [kWarps][kMaxRep][HD], K is no longer read
+  if (key_sub == 0) {
+#pragma unroll
+    for (int r = 0; r < kMaxRep; ++r) {
+      if (r >= rep) break;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) red[(warp * kMaxRep + r) * HD + chunk * 8 + i] = acc[r][i];
+    }
+  }
+  __syncthreads();
 
   if (n_act == 1) {
-    if (d < HD) {
+    for (int e = tid; e < rep * HD; e += kThreads) {
+      const int r = e / HD, d = e % HD;
+      float o = 0.f;
 #pragma unroll
-      for (int r = 0; r < kMaxRep; ++r) {
-        if (r < rep) {
-          const float inv = ls[r] > 0.f ? 1.f / ls[r] : 0.f;
-          *reinterpret_cast<__nv_bfloat162*>(out + r * HD + d) =
-              __floats2bfloat162_rn(acc[r][0] * inv, acc[r][1] * inv);
-        }
-      }
+      for (int w = 0; w < kWarps; ++w) o += red[(w * kMaxRep + r) * HD + d];
+      out[e] = __float2bfloat16_rn(ls[r] > 0.f ? o / ls[r] : 0.f);
     }
     return;
   }
@@ -166,15 +215,12 @@ __global__ void __launch_bounds__(kThreads) attn_decode_kernel(AttnParams p, int
   // Several splits: write this one's partial, then the last block to arrive merges them all.
   const int64_t group = static_cast<int64_t>(s) * p.nkv + kvh;
   float* po = part + group * nsplit * kMaxRep * (HD + 2);  // [nsplit][kMaxRep][HD + 2]
-  if (d < HD) {
+  for (int e = tid; e < rep * HD; e += kThreads) {
+    const int r = e / HD, d = e % HD;
+    float o = 0.f;
 #pragma unroll
-    for (int r = 0; r < kMaxRep; ++r) {
-      if (r < rep) {
-        float* row = po + (static_cast<int64_t>(x) * kMaxRep + r) * (HD + 2);
-        row[d] = acc[r][0];
-        row[d + 1] = acc[r][1];
-      }
-    }
+    for (int w = 0; w < kWarps; ++w) o += red[(w * kMaxRep + r) * HD + d];
+    po[(static_cast<int64_t>(x) * kMaxRep + r) * (HD + 2) + d] = o;
   }
   if (tid < rep) {
     float* row = po + (static_cast<int64_t>(x) * kMaxRep + tid) * (HD + 2);
@@ -187,25 +233,35 @@ __global__ void __launch_bounds__(kThreads) attn_decode_kernel(AttnParams p, int
   __syncthreads();
   if (!is_last) return;
   __threadfence();
-  if (d < HD) {
-    for (int r = 0; r < rep; ++r) {
-      float M = -INFINITY;
-      for (int i = 0; i < n_act; ++i)
-        M = fmaxf(M, __ldcg(po + (static_cast<int64_t>(i) * kMaxRep + r) * (HD + 2) + HD));
-      float L = 0.f, o0 = 0.f, o1 = 0.f;
-      for (int i = 0; i < n_act; ++i) {
-        const float* row = po + (static_cast<int64_t>(i) * kMaxRep + r) * (HD + 2);
-        const float w = expf(__ldcg(row + HD) - M);
-        L += w * __ldcg(row + HD + 1);
-        o0 += w * __ldcg(row + d);
-        o1 += w * __ldcg(row + d + 1);
-      }
-      const float inv = L > 0.f ? 1.f / L : 0.f;
-      *reinterpret_cast<__nv_bfloat162*>(out + r * HD + d) =
-          __floats2bfloat162_rn(o0 * inv, o1 * inv);
+  for (int e = tid; e < rep * HD; e += kThreads) {
+    const int r = e / HD, d = e % HD;
+    float M = -INFINITY;
+    for (int i = 0; i < n_act; ++i)
+      M = fmaxf(M, __ldcg(po + (static_cast<int64_t>(i) * kMaxRep + r) * (HD + 2) + HD));
+    float L = 0.f, o = 0.f;
+    for (int i = 0; i < n_act; ++i) {
+      const float* row = po + (static_cast<int64_t>(i) * kMaxRep + r) * (HD + 2);
+      const float w = expf(__ldcg(row + HD) - M);
+      L += w * __ldcg(row + HD + 1);
+      o += w * __ldcg(row + d);
     }
+    out[e] = __float2bfloat16_rn(L > 0.f ? o / L : 0.f);
   }
   if (tid == 0) counters[group] = 0;
+}
+
+template <int HD>
+void launch_decode(const AttnParams& p, int nsplit, float* partials, int* counters, cudaStream_t st) {
+  constexpr size_t smem = static_cast<size_t>(2) * kC * HD * sizeof(bf16);
+  static_assert(smem >= sizeof(float) * kWarps * kMaxRep * HD, "reduction fits in the K tile");
+  static bool configured = false;
+  if (!configured) {
+    TS_CUDA(cudaFuncSetAttribute(attn_decode_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(smem)));
+    configured = true;
+  }
+  launch(attn_decode_kernel<HD>, dim3(nsplit, p.nkv, p.num_seqs), kThreads, smem, st,
+         "attention (decode)", p, nsplit, partials, counters);
 }
 
 }  // namespace
@@ -223,14 +279,12 @@ size_t attention_decode_partial_floats(const AttnParams& p, int nsplit) {
 void attention_decode(const AttnParams& p, int nsplit, float* partials, int* counters,
                       cudaStream_t st) {
   if (p.num_seqs == 0) return;
-  const dim3 grid(nsplit, p.nkv, p.num_seqs);
   switch (p.hd) {
-    case 64: attn_decode_kernel<64><<<grid, kThreads, 0, st>>>(p, nsplit, partials, counters); break;
-    case 128: attn_decode_kernel<128><<<grid, kThreads, 0, st>>>(p, nsplit, partials, counters); break;
-    case 256: attn_decode_kernel<256><<<grid, kThreads, 0, st>>>(p, nsplit, partials, counters); break;
+    case 64: launch_decode<64>(p, nsplit, partials, counters, st); break;
+    case 128: launch_decode<128>(p, nsplit, partials, counters, st); break;
+    case 256: launch_decode<256>(p, nsplit, partials, counters, st); break;
     default: throw Error(ErrorKind::internal, "attention_decode: unsupported head_dim");
   }
-  TS_CUDA_LAUNCH("attention (decode)");
 }
 
 }  // namespace tessera::cuda

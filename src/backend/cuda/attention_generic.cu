@@ -13,6 +13,7 @@ constexpr int kMaxPerLane = 16;  // hd <= 512
 
 template <class TQ, class TK, class TO>
 __global__ void attn_generic_kernel(AttnParams p) {
+  pdl_enter();
   const int warp = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (warp >= p.num_tokens * p.nh) return;
@@ -84,7 +85,7 @@ void attention_generic(const AttnParams& p, cudaStream_t st) {
       using TK = decltype(tk);
       dispatch_float(p.out_dt, [&](auto to) {
         using TO = decltype(to);
-        attn_generic_kernel<TQ, TK, TO><<<ceil_div(warps, 4), 128, 0, st>>>(p);
+        launch(attn_generic_kernel<TQ, TK, TO>, ceil_div(warps, 4), 128, 0, st, "attention_generic", p);
         TS_CUDA_LAUNCH("attention (generic)");
       });
     });

@@ -7,6 +7,8 @@
 // a zero weight. Scores and the softmax stay in fp32; P is rounded to bf16 for the PV product.
 // ref: cpu/attention.cpp; Dao, FlashAttention-2 (2023) for the online softmax and the
 // accumulator-to-operand register reuse.
+#include <algorithm>
+
 #include "backend/cuda/attention.h"
 #include "backend/cuda/cuda_common.h"
 
@@ -50,7 +52,10 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
 }
 
 template <int HD>
-__global__ void __launch_bounds__(kThreads) attn_prefill_kernel(AttnParams p, bool skip_single) {
+__global__ void __launch_bounds__(kThreads)
+    attn_prefill_kernel(AttnParams p, bool skip_single, int nsplit, int tps,
+                        float* __restrict__ part, int* __restrict__ counters) {
+  pdl_enter();
   constexpr int LD = HD + 8;  // padded smem rows: ldmatrix row addresses hit distinct banks
   extern __shared__ __align__(16) unsigned char smem_raw[];
   bf16* Qs = reinterpret_cast<bf16*>(smem_raw);
@@ -63,7 +68,11 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_kernel(AttnParams p, bo
   if (qlen <= 0 || (skip_single && qlen == 1)) return;
   const int rep = p.nh / p.nkv;
   const int rows_total = qlen * rep;
-  const int r0 = blockIdx.x * kBR;
+  // The last row tiles see the most keys: they go first, so the short ones fill the tail.
+  const int row_tiles = gridDim.x / nsplit;
+  const int rt = row_tiles - 1 - static_cast<int>(blockIdx.x) / nsplit;
+  const int sp = static_cast<int>(blockIdx.x) % nsplit;
+  const int r0 = rt * kBR;
   if (r0 >= rows_total) return;
   const int q_start = p.seq_q_start[s];
   const int kv_len = p.seq_kv_len[s];
@@ -86,6 +95,17 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_kernel(AttnParams p, bo
   }
   __syncthreads();
 
+  // Keys the block needs: positions grow with the row index, so the first row has the lowest
+  // bound and the last valid row the highest.
+  const int last_valid = min(kBR, rows_total - r0) - 1;
+  const int kmin = row_lo[0], kmax = row_hi[last_valid];
+  const int t_first = kmin / kBC;
+  const int n_tiles = kmax >= kmin ? kmax / kBC - t_first + 1 : 0;
+  const int active = max(1, (n_tiles + tps - 1) / tps);
+  if (sp >= active) return;
+  const int kt_begin = n_tiles > 0 ? (t_first + sp * tps) * kBC : 0;
+  const int kt_end = n_tiles > 0 ? min(kmax / kBC, t_first + (sp + 1) * tps - 1) * kBC : -1;
+
   // Q tile [kBR, HD]; rows past the sequence are zeros.
   const bf16* qkv = static_cast<const bf16*>(p.qkv);
   constexpr int CH = HD / 8;  // 16-byte chunks per row
@@ -100,10 +120,6 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_kernel(AttnParams p, bo
     }
   }
 
-  // Keys the block needs: positions grow with the row index, so the first row has the lowest
-  // bound and the last valid row the highest.
-  const int last_valid = min(kBR, rows_total - r0) - 1;
-  const int kmin = row_lo[0], kmax = row_hi[last_valid];
 
   const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
   const int wr0 = warp * 16;  // this warp's first row
@@ -123,7 +139,7 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_kernel(AttnParams p, bo
   const int32_t* table = p.block_table + static_cast<int64_t>(s) * p.max_blocks;
   const float log2e = 1.4426950408889634f;
 
-  for (int kt = kmax >= kmin ? (kmin / kBC) * kBC : kmax + 1; kt <= kmax; kt += kBC) {
+  for (int kt = kt_begin; kt <= kt_end; kt += kBC) {
     __syncthreads();  // the previous tile is no longer read
     for (int c = tid; c < kBC * CH; c += kThreads) {
       const int j = c / CH, part = c % CH;
@@ -237,7 +253,56 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_kernel(AttnParams p, bo
   }
 
   cp_async_wait_all();  // a block with no key tile still has its Q copies in flight
-  // Normalise and store rows a and b.
+  if (active > 1) {
+    // Partial for this split: unnormalised rows, then (max, sum); the last split merges.
+    const int64_t group =
+        (static_cast<int64_t>(s) * p.nkv + kvh) * row_tiles + rt;  // one counter per row tile
+    float* pg = part + group * nsplit * kBR * (HD + 2);
+    float* pa = pg + (static_cast<int64_t>(sp) * kBR + ra) * (HD + 2);
+    float* pb = pg + (static_cast<int64_t>(sp) * kBR + rb) * (HD + 2);
+#pragma unroll
+    for (int i = 0; i < HD / 8; ++i) {
+      pa[i * 8 + 2 * tq] = o[i][0];
+      pa[i * 8 + 2 * tq + 1] = o[i][1];
+      pb[i * 8 + 2 * tq] = o[i][2];
+      pb[i * 8 + 2 * tq + 1] = o[i][3];
+    }
+    if (tq == 0) {
+      pa[HD] = m_a;
+      pa[HD + 1] = l_a;
+      pb[HD] = m_b;
+      pb[HD + 1] = l_b;
+    }
+    __shared__ int is_last;
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) is_last = atomicAdd(&counters[group], 1) == active - 1;
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    bf16* out = static_cast<bf16*>(p.out);
+    for (int e = tid; e < kBR * HD; e += kThreads) {
+      const int r = e / HD, d = e % HD;
+      if (row_tok[r] < 0) continue;
+      float M = -INFINITY;
+      for (int i = 0; i < active; ++i)
+        M = fmaxf(M, __ldcg(pg + (static_cast<int64_t>(i) * kBR + r) * (HD + 2) + HD));
+      float L = 0.f, acc = 0.f;
+      if (M != -INFINITY) {
+        for (int i = 0; i < active; ++i) {
+          const float* row = pg + (static_cast<int64_t>(i) * kBR + r) * (HD + 2);
+          const float w = expf(__ldcg(row + HD) - M);
+          L += w * __ldcg(row + HD + 1);
+          acc += w * __ldcg(row + d);
+        }
+      }
+      out[static_cast<int64_t>(row_tok[r]) * p.out_stride + static_cast<int64_t>(row_head[r]) * HD + d] =
+          __float2bfloat16_rn(L > 0.f ? acc / L : 0.f);
+    }
+    if (tid == 0) counters[group] = 0;
+    return;
+  }
+  // One split: normalise and store rows a and b.
   const float inv_a = l_a > 0.f ? 1.f / l_a : 0.f, inv_b = l_b > 0.f ? 1.f / l_b : 0.f;
   bf16* out = static_cast<bf16*>(p.out);
   if (row_tok[ra] >= 0) {
@@ -259,7 +324,8 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_kernel(AttnParams p, bo
 }
 
 template <int HD>
-void launch_prefill(const AttnParams& p, int max_q_len, bool skip_single, cudaStream_t st) {
+void launch_prefill(const AttnParams& p, const PrefillPlan& plan, bool skip_single, float* part,
+                    int* counters, cudaStream_t st) {
   constexpr size_t smem = static_cast<size_t>(3) * kBR * (HD + 8) * sizeof(bf16);
   static bool configured = false;  // the attribute is per kernel, set once per process
   if (!configured) {
@@ -267,20 +333,45 @@ void launch_prefill(const AttnParams& p, int max_q_len, bool skip_single, cudaSt
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     configured = true;
   }
-  const int rep = p.nh / p.nkv;
-  const dim3 grid(ceil_div(static_cast<long long>(max_q_len) * rep, kBR), p.nkv, p.num_seqs);
-  attn_prefill_kernel<HD><<<grid, kThreads, smem, st>>>(p, skip_single);
-  TS_CUDA_LAUNCH("attention (prefill)");
+  const dim3 grid(plan.row_tiles * plan.nsplit, p.nkv, p.num_seqs);
+  launch(attn_prefill_kernel<HD>, grid, kThreads, smem, st, "attention (prefill)", p, skip_single,
+         plan.nsplit, plan.tiles_per_split, part, counters);
 }
 
 }  // namespace
 
-void attention_prefill(const AttnParams& p, int max_q_len, bool skip_single, cudaStream_t st) {
-  if (p.num_seqs == 0 || max_q_len == 0) return;
+PrefillPlan attention_prefill_plan(const AttnParams& p, int max_q_len, int max_kv_len) {
+  PrefillPlan plan;
+  const int rep = p.nh / p.nkv;
+  plan.row_tiles = static_cast<int>(ceil_div(static_cast<long long>(max_q_len) * rep, kBR));
+  // Key tiles a row tile can span: its keys run from the first token's window start to the
+  // last token's position.
+  int max_tiles = (max_kv_len + kBC - 1) / kBC + 1;
+  if (p.window > 0) max_tiles = std::min(max_tiles, (p.window + (kBR + rep - 1) / rep + kBC - 1) / kBC + 1);
+  const long long blocks = static_cast<long long>(plan.row_tiles) * p.nkv * p.num_seqs;
+  const long long target = 2 * 132;  // two blocks per SM on an H100/H200
+  if (blocks < target && max_tiles > 1) {
+    int n = static_cast<int>(std::min<long long>(max_tiles, (target + blocks - 1) / blocks));
+    plan.tiles_per_split = (max_tiles + n - 1) / n;
+    plan.nsplit = (max_tiles + plan.tiles_per_split - 1) / plan.tiles_per_split;
+  } else {
+    plan.tiles_per_split = max_tiles;
+    plan.nsplit = 1;
+  }
+  if (plan.nsplit > 1) {
+    plan.counters = static_cast<size_t>(blocks);
+    plan.partial_floats = static_cast<size_t>(blocks) * plan.nsplit * kBR * (p.hd + 2);
+  }
+  return plan;
+}
+
+void attention_prefill(const AttnParams& p, const PrefillPlan& plan, bool skip_single,
+                       float* partials, int* counters, cudaStream_t st) {
+  if (p.num_seqs == 0 || plan.row_tiles == 0) return;
   switch (p.hd) {
-    case 64: launch_prefill<64>(p, max_q_len, skip_single, st); break;
-    case 128: launch_prefill<128>(p, max_q_len, skip_single, st); break;
-    case 256: launch_prefill<256>(p, max_q_len, skip_single, st); break;
+    case 64: launch_prefill<64>(p, plan, skip_single, partials, counters, st); break;
+    case 128: launch_prefill<128>(p, plan, skip_single, partials, counters, st); break;
+    case 256: launch_prefill<256>(p, plan, skip_single, partials, counters, st); break;
     default: throw Error(ErrorKind::internal, "attention_prefill: unsupported head_dim");
   }
 }

@@ -287,6 +287,25 @@ class CudaBackend final : public ComputeBackend {
     return batch_dev_.buf->data();
   }
 
+  // A workspace of at least `bytes` (allocating only outside graph capture).
+  void* grow(GrowBuffer& g, size_t bytes, const char* what) {
+    if (!g.buf || g.buf->size() < bytes) {
+      no_alloc_while_capturing(what);
+      g.get(bytes, what);
+    }
+    return g.buf->data();
+  }
+  // `n` counters that are zero (kernels using them leave them zero).
+  int* zeroed_counters(GrowBuffer& g, size_t& count, size_t n) {
+    if (!g.buf || count < n) {
+      no_alloc_while_capturing("attention counters");
+      g.get(n * sizeof(int), "attention counters");
+      count = g.buf->size() / sizeof(int);
+      TS_CUDA(cudaMemsetAsync(g.buf->data(), 0, g.buf->size(), stream_));
+    }
+    return static_cast<int*>(g.buf->data());
+  }
+
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<LinearOps> linear_;
   CudaBackendControls controls_;
@@ -318,12 +337,13 @@ class CudaBackend final : public ComputeBackend {
   bool capturing_ = false;
 
   // attention decode workspace
-  GrowBuffer attn_partials_, attn_counters_;
-  size_t attn_counter_count_ = 0;
+  GrowBuffer attn_partials_, attn_counters_, prefill_partials_, prefill_counters_;
+  size_t attn_counter_count_ = 0, prefill_counter_count_ = 0;
 
   // sampling
   PinnedBuffer sample_host_;
-  GrowBuffer sample_dev_, sample_work_;
+  GrowBuffer sample_dev_, sample_work_, greedy_dev_, greedy_counters_;
+  size_t greedy_counter_count_ = 0;
 };
 
 BatchView CudaBackend::upload(const HostBatch& b) {
@@ -503,23 +523,24 @@ void CudaBackend::attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerVi
   }
   const bool any_multi = b.max_q_len > 1;
   const bool any_single = !any_multi || last_.tokens != b.tokens || last_.n_single > 0;
-  if (any_multi) attention_prefill(p, b.max_q_len, any_single, stream_);
+  if (any_multi) {
+    const PrefillPlan plan = attention_prefill_plan(p, b.max_q_len, b.max_kv_len);
+    float* part = nullptr;
+    int* counters = nullptr;
+    if (plan.nsplit > 1) {
+      part = static_cast<float*>(grow(prefill_partials_, plan.partial_floats * sizeof(float),
+                                      "attention prefill partials"));
+      counters = zeroed_counters(prefill_counters_, prefill_counter_count_, plan.counters);
+    }
+    attention_prefill(p, plan, any_single, part, counters, stream_);
+  }
   if (!any_single) return;
   const int nsplit = attention_decode_splits(p, g.max_blocks * kv.block_size);
   const size_t nf = attention_decode_partial_floats(p, nsplit);
   const size_t nc = static_cast<size_t>(b.num_seqs) * nkv;
-  if (!attn_partials_.buf || attn_partials_.buf->size() < nf * sizeof(float)) {
-    no_alloc_while_capturing("attention partials");
-    attn_partials_.get(nf * sizeof(float), "attention partials");
-  }
-  if (!attn_counters_.buf || attn_counter_count_ < nc) {
-    no_alloc_while_capturing("attention counters");
-    attn_counters_.get(nc * sizeof(int), "attention counters");
-    attn_counter_count_ = nc;
-    TS_CUDA(cudaMemsetAsync(attn_counters_.buf->data(), 0, nc * sizeof(int), stream_));
-  }
-  attention_decode(p, nsplit, static_cast<float*>(attn_partials_.buf->data()),
-                   static_cast<int*>(attn_counters_.buf->data()), stream_);
+  float* part = static_cast<float*>(grow(attn_partials_, nf * sizeof(float), "attention partials"));
+  int* counters = zeroed_counters(attn_counters_, attn_counter_count_, nc);
+  attention_decode(p, nsplit, part, counters, stream_);
 }
 
 void CudaBackend::sample(Tensor logits, const SampleBatch& batch, SampleOutput& out) {
@@ -572,6 +593,28 @@ void CudaBackend::sample(Tensor logits, const SampleBatch& batch, SampleOutput& 
   for (int32_t id : batch.suppress_ids)
     if (id < 0 || id >= V) fail_arg("sample: suppressed id " + std::to_string(id) + " is outside the vocabulary");
 
+  bool all_plain_greedy = true;
+  for (const SampleRowDev& d : rows)
+    all_plain_greedy &= d.work_row < 0 && d.temperature <= 0.f && !d.want_logprob && d.top_n == 0;
+  if (all_plain_greedy) {  // the common decode case: ids only, many blocks per row
+    const size_t ids_bytes = (static_cast<size_t>(R) * 4 + 255) / 256 * 256;
+    auto* ws = static_cast<char*>(grow(greedy_dev_, ids_bytes + static_cast<size_t>(R) * kGreedyBlocks * 8,
+                                       "greedy sampling"));
+    int* counters = zeroed_counters(greedy_counters_, greedy_counter_count_, R);
+    greedy_rows(logits.ptr<const float>(), logits.stride, R, V,
+                reinterpret_cast<float*>(ws + ids_bytes), counters, reinterpret_cast<int32_t*>(ws),
+                stream_);
+    if (sample_host_.size() < static_cast<size_t>(R) * 4)
+      sample_host_ = PinnedBuffer(std::max<size_t>(4096, 2 * static_cast<size_t>(R) * 4), "sampling staging");
+    TS_CUDA(cudaMemcpyAsync(sample_host_.data(), ws, R * 4, cudaMemcpyDeviceToHost, stream_));
+    TS_CUDA(cudaStreamSynchronize(stream_));
+    out.top_n = 0;
+    out.ids.assign(sample_host_.as<int32_t>(), sample_host_.as<int32_t>() + R);
+    out.logprobs.clear();
+    out.top_ids.clear();
+    out.top_logprobs.clear();
+    return;
+  }
   // Inputs: rows, penalty ids, counts, suppressed ids; outputs: ids, lp, top ids, top lp.
   const size_t n_pid = batch.penalty_ids.size(), n_pc = batch.penalty_counts.size(),
                n_sup = batch.suppress_ids.size();

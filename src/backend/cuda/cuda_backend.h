@@ -28,4 +28,7 @@ double measure_gemm_tflops(int n, int reps);
 // One linear layer timed on the given path (1 GEMV, 2 cuBLASLt): microseconds per call, median.
 double time_linear_us(int M, int N, int K, int path, int reps);
 
+// cudaProfilerStart / Stop, so that `ncu --profile-from-start off` sees one chosen step.
+void profiler_range(bool start);
+
 }  // namespace tessera::cuda

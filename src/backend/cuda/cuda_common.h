@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <utility>
 
 #include "backend/backend.h"
 #include "tessera/error.h"
@@ -44,6 +45,18 @@ __device__ __forceinline__ float from_f32<float>(float v) { return v; }
 template <>
 __device__ __forceinline__ bf16 from_f32<bf16>(float v) { return __float2bfloat16_rn(v); }
 
+// Programmatic dependent launch: every kernel of this backend starts with pdl_enter(), which waits
+// until the kernel before it in the stream has completed (and its writes are visible), then lets
+// the next kernel start launching. The next kernel's launch and block set-up thus overlap this
+// one's run instead of following it; no kernel touches global memory before its wait, so reads
+// and writes keep stream order. Both instructions are no-ops in a launch without the attribute.
+__device__ __forceinline__ void pdl_enter() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
@@ -64,6 +77,29 @@ __device__ __forceinline__ float block_sum(float v, float* red) {
   return warp_sum(t);
 }
 #endif
+
+// Whether launches carry the programmatic-stream-serialisation attribute (TESSERA_PDL=0 turns it
+// off, for comparison).
+bool pdl_enabled();
+
+// Launches `kernel` on `st` with programmatic dependent launch when enabled; checks the launch.
+template <class... KArgs, class... Args>
+void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
+            const char* what, Args&&... args) {
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = st;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  if (e != cudaSuccess) throw_cuda_error(e, what, __FILE__, __LINE__);
+}
 
 // Dispatches a lambda on the element type of `dt` (f32 or bf16).
 template <class F>

@@ -1,6 +1,7 @@
 #include "backend/cuda/cuda_memory.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <string>
 
 #include "backend/cuda/cuda_common.h"
@@ -10,6 +11,14 @@ namespace tessera::cuda {
 
 namespace {
 std::atomic<uint64_t> g_free_epoch{0};
+}
+
+bool pdl_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("TESSERA_PDL");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
 }
 
 uint64_t free_epoch() { return g_free_epoch.load(std::memory_order_relaxed); }

@@ -12,6 +12,7 @@ template <class TI, class TK>
 __global__ void kv_store_kernel(const TI* __restrict__ qkv, int64_t stride, int k_off, int n,
                                 TK* __restrict__ kc, TK* __restrict__ vc,
                                 const int32_t* __restrict__ slots) {
+  pdl_enter();
   const int t = blockIdx.x;
   const int64_t slot = slots[t];
   if (slot < 0) return;
@@ -28,6 +29,7 @@ __global__ void kv_store_kernel(const TI* __restrict__ qkv, int64_t stride, int 
 __global__ void kv_store_vec_kernel(const bf16* __restrict__ qkv, int64_t stride, int k_off, int n,
                                     bf16* __restrict__ kc, bf16* __restrict__ vc,
                                     const int32_t* __restrict__ slots) {
+  pdl_enter();
   const int t = blockIdx.x;
   const int64_t slot = slots[t];
   if (slot < 0) return;
@@ -54,7 +56,7 @@ void kv_store(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv,
                    reinterpret_cast<uintptr_t>(kv.k) % 16 == 0 &&
                    reinterpret_cast<uintptr_t>(kv.v) % 16 == 0;
   if (vec) {
-    kv_store_vec_kernel<<<grid, 64, 0, st>>>(qkv.ptr<const bf16>(), qkv.stride, k_off, n,
+    launch(kv_store_vec_kernel, grid, 64, 0, st, "kv_cache", qkv.ptr<const bf16>(), qkv.stride, k_off, n,
                                              static_cast<bf16*>(kv.k), static_cast<bf16*>(kv.v),
                                              slot_mapping);
     TS_CUDA_LAUNCH("kv_store");
@@ -64,7 +66,7 @@ void kv_store(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv,
     using TI = decltype(ti);
     dispatch_float(kv.dtype, [&](auto tk) {
       using TK = decltype(tk);
-      kv_store_kernel<TI, TK><<<grid, 128, 0, st>>>(qkv.ptr<const TI>(), qkv.stride, k_off, n,
+      launch(kv_store_kernel<TI, TK>, grid, 128, 0, st, "kv_cache", qkv.ptr<const TI>(), qkv.stride, k_off, n,
                                                     static_cast<TK*>(kv.k),
                                                     static_cast<TK*>(kv.v), slot_mapping);
       TS_CUDA_LAUNCH("kv_store");

@@ -41,82 +41,119 @@ __device__ __forceinline__ float dot8(uint4 w, uint4 x) {
   return s;
 }
 
-// GEMV for small M: 8 warps per block; `wpr` warps share one output row, each summing a slice
-// of K in 16-byte chunks (W streamed once with evict-first loads, x re-read from L1), then the
-// slices meet in shared memory. Four loads in flight per lane keep HBM busy.
-template <int M, class TO>
+// GEMV for small M: 8 warps per block; each warp owns RPW consecutive output rows and a slice of
+// K (`wpr` warps share those rows when N is too small to fill the GPU). The warp treats its
+// RPW x slice 16-byte weight chunks as one flat range, so every lane has up to kU evict-first
+// loads in flight at once (K = 1152: RPW = 2 gives exactly 9 per lane, one round trip); x is
+// re-read from L1. Slices meet in shared memory.
+constexpr int kU = 12;
+
+template <int M, int RPW, class TO>
 __global__ void __launch_bounds__(256) gemv_kernel(const bf16* __restrict__ W, int64_t N, int K8,
                                                    const bf16* __restrict__ x, int64_t xs,
                                                    const float* __restrict__ bias,
                                                    TO* __restrict__ out, int64_t os, int wpr) {
-  __shared__ float red[8][M];
+  pdl_enter();
+  __shared__ float red[8][RPW][M];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int rows_per_block = 8 / wpr;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * rows_per_block + warp / wpr;
+  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * (8 / wpr) + warp / wpr) * RPW;
   const int slice = warp % wpr;
-  float acc[M];
+  const int c0 = static_cast<int>(static_cast<int64_t>(K8) * slice / wpr);
+  const int c1 = static_cast<int>(static_cast<int64_t>(K8) * (slice + 1) / wpr);
+  const int S = c1 - c0, total = RPW * S;
+  const uint4* W8 = reinterpret_cast<const uint4*>(W);
+  float acc[RPW][M];
 #pragma unroll
-  for (int m = 0; m < M; ++m) acc[m] = 0.f;
-  if (row < N) {
-    const int c0 = static_cast<int>(static_cast<int64_t>(K8) * slice / wpr);
-    const int c1 = static_cast<int>(static_cast<int64_t>(K8) * (slice + 1) / wpr);
-    const uint4* wr = reinterpret_cast<const uint4*>(W + row * (static_cast<int64_t>(K8) * 8));
-    int c = c0 + lane;
-    for (; c + 96 < c1; c += 128) {
-      uint4 wv[4];
+  for (int q = 0; q < RPW; ++q)
 #pragma unroll
-      for (int u = 0; u < 4; ++u) wv[u] = __ldcs(wr + c + 32 * u);
+    for (int m = 0; m < M; ++m) acc[q][m] = 0.f;
+  for (int f0 = 0; f0 < total; f0 += 32 * kU) {
+    uint4 wv[kU];
+    int rr[kU], cc[kU];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) {
-#pragma unroll
-        for (int m = 0; m < M; ++m) {
-          const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x + m * xs) + c + 32 * u);
-          acc[m] += dot8(wv[u], xv);
+    for (int u = 0; u < kU; ++u) {
+      const int f = f0 + u * 32 + lane;
+      rr[u] = -1;
+      if (f < total) {
+        const int r = RPW == 1 ? 0 : f / S;
+        const int c = c0 + f - r * S;
+        if (row0 + r < N) {
+          rr[u] = r;
+          cc[u] = c;
+          wv[u] = __ldcs(W8 + (row0 + r) * K8 + c);
         }
       }
     }
-    for (; c < c1; c += 32) {
-      const uint4 wv = __ldcs(wr + c);
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      if (rr[u] < 0) continue;
 #pragma unroll
       for (int m = 0; m < M; ++m) {
-        const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x + m * xs) + c);
-        acc[m] += dot8(wv, xv);
+        const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x + m * xs) + cc[u]);
+        const float d = dot8(wv[u], xv);
+        // A select per row, not acc[rr[u]]: a run-time index would put acc in local memory.
+#pragma unroll
+        for (int q = 0; q < RPW; ++q) acc[q][m] += q == rr[u] ? d : 0.f;
       }
     }
   }
 #pragma unroll
-  for (int m = 0; m < M; ++m) acc[m] = warp_sum(acc[m]);
+  for (int q = 0; q < RPW; ++q)
+#pragma unroll
+    for (int m = 0; m < M; ++m) acc[q][m] = warp_sum(acc[q][m]);
   if (wpr > 1) {
     if (lane == 0) {
 #pragma unroll
-      for (int m = 0; m < M; ++m) red[warp][m] = acc[m];
+      for (int q = 0; q < RPW; ++q)
+#pragma unroll
+        for (int m = 0; m < M; ++m) red[warp][q][m] = acc[q][m];
     }
     __syncthreads();
     if (slice != 0) return;
 #pragma unroll
-    for (int m = 0; m < M; ++m) {
-      float s = 0.f;
-      for (int j = 0; j < wpr; ++j) s += red[warp + j][m];
-      acc[m] = s;
+    for (int q = 0; q < RPW; ++q)
+#pragma unroll
+      for (int m = 0; m < M; ++m) {
+        float t = 0.f;
+        for (int j = 0; j < wpr; ++j) t += red[warp + j][q][m];
+        acc[q][m] = t;
+      }
+  }
+  if (lane == 0) {
+#pragma unroll
+    for (int q = 0; q < RPW; ++q) {
+      const int64_t row = row0 + q;
+      if (row >= N) break;
+      const float b = bias ? bias[row] : 0.f;
+#pragma unroll
+      for (int m = 0; m < M; ++m) out[m * os + row] = from_f32<TO>(acc[q][m] + b);
     }
   }
-  if (lane == 0 && row < N) {
-    const float b = bias ? bias[row] : 0.f;
-#pragma unroll
-    for (int m = 0; m < M; ++m) out[m * os + row] = from_f32<TO>(acc[m] + b);
-  }
+}
+
+template <int M, int RPW, class TO>
+void launch_gemv_t(const bf16* W, int64_t N, int K8, const bf16* x, int64_t xs, const float* bias,
+                   TO* out, int64_t os, cudaStream_t st) {
+  const int64_t warps = (N + RPW - 1) / RPW;
+  int wpr = 1;
+  while (wpr < 8 && warps * wpr < 8192 && K8 / (wpr * 2) >= 64) wpr *= 2;
+  const unsigned grid = ceil_div(N, static_cast<long long>(8 / wpr) * RPW);
+  launch(gemv_kernel<M, RPW, TO>, grid, 256, 0, st, "linear (gemv)", W, N, K8, x, xs, bias, out,
+         os, wpr);
 }
 
 template <class TO>
 void launch_gemv(int M, const bf16* W, int64_t N, int64_t K, const bf16* x, int64_t xs,
                  const float* bias, TO* out, int64_t os, cudaStream_t st) {
   const int K8 = static_cast<int>(K / 8);
-  int wpr = 1;
-  while (wpr < 8 && N * wpr < 8192 && K8 / (wpr * 2) >= 64) wpr *= 2;
-  const unsigned grid = ceil_div(N, 8 / wpr);
-#define TS_GEMV_CASE(m_)                                                                    \
-  case m_:                                                                                  \
-    gemv_kernel<m_, TO><<<grid, 256, 0, st>>>(W, N, K8, x, xs, bias, out, os, wpr); \
+  const bool two = K8 <= 192;  // short rows: two per warp keep every lane busy
+#define TS_GEMV_CASE(m_)                                                       \
+  case m_:                                                                     \
+    if (two) {                                                                 \
+      launch_gemv_t<m_, 2, TO>(W, N, K8, x, xs, bias, out, os, st);            \
+    } else {                                                                   \
+      launch_gemv_t<m_, 1, TO>(W, N, K8, x, xs, bias, out, os, st);            \
+    }                                                                          \
     break;
   switch (M) {
     TS_GEMV_CASE(1)
@@ -130,7 +167,6 @@ void launch_gemv(int M, const bf16* W, int64_t N, int64_t K, const bf16* x, int6
     default: break;
   }
 #undef TS_GEMV_CASE
-  TS_CUDA_LAUNCH("gemv");
 }
 
 // The fallback: 16x16 output tiles, K in steps of 16 through shared memory, fp32 accumulation.
@@ -138,6 +174,7 @@ template <class TX, class TW, class TO>
 __global__ void tiled_gemm_kernel(const TX* __restrict__ x, int64_t xs, const TW* __restrict__ W,
                                   const float* __restrict__ bias, TO* __restrict__ out, int64_t os,
                                   int64_t M, int64_t N, int64_t K) {
+  pdl_enter();
   __shared__ float xt[16][17], wt[16][17];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t m = static_cast<int64_t>(blockIdx.y) * 16 + ty;
@@ -158,6 +195,7 @@ __global__ void tiled_gemm_kernel(const TX* __restrict__ x, int64_t xs, const TW
 template <class TO>
 __global__ void add_bias_kernel(TO* __restrict__ out, int64_t os, int64_t M, int64_t N,
                                 const float* __restrict__ bias) {
+  pdl_enter();
   const int64_t total = M * N;
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -253,7 +291,11 @@ void LinearOps::linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K
   } else if (force_path_ == 2 && lt_ok) {
     path = 2;
   } else if (force_path_ == 0) {
-    path = gemv_ok && M <= gemv_max_m_ ? 1 : lt_ok ? 2 : gemv_ok ? 1 : 3;
+    // GEMV where it beat cuBLASLt in bench/NOTES-cuda.md: small layers up to gemv_max_m rows,
+    // large ones (> 4M weights) at M <= 2, never the LM head (cuBLASLt reads it at 4.1 TB/s).
+    const bool gemv_wins = M <= gemv_max_m_ && N < 65536 &&
+                           (static_cast<double>(N) * K <= 4e6 || M <= 2);
+    path = gemv_ok && (gemv_wins || !lt_ok) ? 1 : lt_ok ? 2 : 3;
   }
   if (path == 1) {
     if (out.dtype == DType::f32) {
@@ -270,8 +312,7 @@ void LinearOps::linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K
     if (bias) {
       dispatch_float(out.dtype, [&](auto to) {
         using TO = decltype(to);
-        add_bias_kernel<TO><<<std::min<unsigned>(ceil_div(M * N, 256), 132 * 16), 256, 0, st>>>(
-            out.ptr<TO>(), out.stride, M, N, bias);
+        launch(add_bias_kernel<TO>, std::min<unsigned>(ceil_div(M * N, 256), 132 * 16), 256, 0, st, "linear", out.ptr<TO>(), out.stride, M, N, bias);
         TS_CUDA_LAUNCH("add_bias");
       });
     }
@@ -284,8 +325,7 @@ void LinearOps::linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K
       dispatch_float(out.dtype, [&](auto to) {
         using TO = decltype(to);
         const dim3 grid(ceil_div(N, 16), ceil_div(M, 16));
-        tiled_gemm_kernel<TX, TW, TO><<<grid, dim3(16, 16), 0, st>>>(
-            x.ptr<const TX>(), x.stride, static_cast<const TW*>(w), bias, out.ptr<TO>(), out.stride,
+        launch(tiled_gemm_kernel<TX, TW, TO>, grid, dim3(16, 16), 0, st, "linear", x.ptr<const TX>(), x.stride, static_cast<const TW*>(w), bias, out.ptr<TO>(), out.stride,
             M, N, K);
         TS_CUDA_LAUNCH("tiled_gemm");
       });

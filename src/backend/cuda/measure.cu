@@ -2,6 +2,8 @@
 // device-to-device copy, a large bf16 GEMM through cuBLASLt, and one linear layer on a chosen
 // path. Inputs are random (never zeros), timed with events, median of the timed runs; layer
 // timings rotate through enough weight copies to defeat the L2 cache.
+#include <cuda_profiler_api.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -96,6 +98,11 @@ double time_linear_us(int M, int N, int K, int path, int reps) {
     lin.linear(xt, ws[i % copies]->data(), DType::bf16, N, K, nullptr, ot, nullptr);
   });
   return ms * 1e3;
+}
+
+void profiler_range(bool start) {
+  TS_CUDA(cudaDeviceSynchronize());
+  TS_CUDA(start ? cudaProfilerStart() : cudaProfilerStop());
 }
 
 }  // namespace tessera::cuda

@@ -15,6 +15,7 @@ constexpr int kPerThread = 16;  // rows up to 4096 stay in registers
 template <class TX, class TO>
 __global__ void rms_norm_kernel(const TX* __restrict__ x, int64_t xs, const float* __restrict__ w,
                                 float eps, TO* __restrict__ out, int64_t os, int n) {
+  pdl_enter();
   __shared__ float red[32];
   const int64_t r = blockIdx.x;
   const TX* xr = x + r * xs;
@@ -48,6 +49,7 @@ __global__ void add_rms_norm_kernel(float* __restrict__ res, int64_t rs, const T
                                     int64_t ys, const float* __restrict__ w_y,
                                     const float* __restrict__ w_out, float eps,
                                     TO* __restrict__ out, int64_t os, int n) {
+  pdl_enter();
   __shared__ float red[32];
   const int64_t r = blockIdx.x;
   float* xr = res + r * rs;
@@ -105,8 +107,7 @@ void rms_norm(Tensor x, Tensor w, float eps, Tensor out, cudaStream_t st) {
     using TX = decltype(tx);
     dispatch_float(out.dtype, [&](auto to) {
       using TO = decltype(to);
-      rms_norm_kernel<TX, TO><<<static_cast<unsigned>(x.rows), kThreads, 0, st>>>(
-          x.ptr<const TX>(), x.stride, w.ptr<const float>(), eps, out.ptr<TO>(), out.stride,
+      launch(rms_norm_kernel<TX, TO>, static_cast<unsigned>(x.rows), kThreads, 0, st, "norm", x.ptr<const TX>(), x.stride, w.ptr<const float>(), eps, out.ptr<TO>(), out.stride,
           static_cast<int>(x.cols));
       TS_CUDA_LAUNCH("rms_norm");
     });
@@ -121,8 +122,7 @@ void add_rms_norm(Tensor residual, Tensor y, const Tensor* w_y, const Tensor* w_
     using TY = decltype(ty);
     dispatch_float(odt, [&](auto to) {
       using TO = decltype(to);
-      add_rms_norm_kernel<TY, TO><<<static_cast<unsigned>(residual.rows), kThreads, 0, st>>>(
-          residual.ptr<float>(), residual.stride, y.ptr<const TY>(), y.stride,
+      launch(add_rms_norm_kernel<TY, TO>, static_cast<unsigned>(residual.rows), kThreads, 0, st, "norm", residual.ptr<float>(), residual.stride, y.ptr<const TY>(), y.stride,
           w_y ? w_y->ptr<const float>() : nullptr, w_out ? w_out->ptr<const float>() : nullptr,
           eps, w_out ? out.ptr<TO>() : nullptr, w_out ? out.stride : 0,
           static_cast<int>(residual.cols));

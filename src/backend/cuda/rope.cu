@@ -17,6 +17,7 @@ __global__ void qk_norm_rope_kernel(T* __restrict__ qkv, int64_t stride, int T_r
                                     const float* __restrict__ k_norm, float eps,
                                     const int32_t* __restrict__ positions,
                                     const float* __restrict__ inv_freq) {
+  pdl_enter();
   const int warp = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   const int heads = nh + nkv;
@@ -75,8 +76,7 @@ void qk_norm_rope(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_norm, con
   const long long warps = qkv.rows * (nh + nkv);
   dispatch_float(qkv.dtype, [&](auto tv) {
     using T = decltype(tv);
-    qk_norm_rope_kernel<T><<<ceil_div(warps, 4), 128, 0, st>>>(
-        qkv.ptr<T>(), qkv.stride, static_cast<int>(qkv.rows), nh, nkv, hd,
+    launch(qk_norm_rope_kernel<T>, ceil_div(warps, 4), 128, 0, st, "rope", qkv.ptr<T>(), qkv.stride, static_cast<int>(qkv.rows), nh, nkv, hd,
         q_norm ? q_norm->ptr<const float>() : nullptr,
         k_norm ? k_norm->ptr<const float>() : nullptr, eps, positions, inv_freq.ptr<const float>());
     TS_CUDA_LAUNCH("qk_norm_rope");

@@ -168,6 +168,7 @@ __global__ void __launch_bounds__(kThreads)
                   const int32_t* __restrict__ pen_counts, const int32_t* __restrict__ sup_ids,
                   float* __restrict__ work, int32_t* __restrict__ ids, float* __restrict__ lp,
                   int32_t* __restrict__ top_ids, float* __restrict__ top_lp, int top_n_max) {
+  pdl_enter();
   __shared__ Shared sh;
   const int r = blockIdx.x, tid = threadIdx.x;
   const SampleRowDev P = rows[r];
@@ -313,14 +314,93 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+__global__ void __launch_bounds__(256)
+    greedy_kernel(const float* __restrict__ logits, int64_t stride, int V, float* __restrict__ part,
+                  int* __restrict__ counters, int32_t* __restrict__ ids) {
+  pdl_enter();
+  __shared__ float wv[8];
+  __shared__ int wi[8];
+  __shared__ int is_last;
+  const int r = blockIdx.y, b = blockIdx.x, nb = gridDim.x, tid = threadIdx.x;
+  const int chunk = ((V + nb - 1) / nb + 3) / 4 * 4;
+  const int i0 = min(V, b * chunk), i1 = min(V, i0 + chunk);
+  const float* row = logits + static_cast<int64_t>(r) * stride;
+  float bv = -INFINITY;
+  int bi = -1;
+  auto take = [&](float v, int i) {
+    if (v != v) v = -INFINITY;
+    if (before(v, i, bv, bi)) bv = v, bi = i;
+  };
+  int i = i0;
+  if (reinterpret_cast<uintptr_t>(row + i0) % 16 == 0) {
+    for (int k = i0 + 4 * tid; k + 3 < i1; k += 4 * 256) {
+      const float4 v = __ldcs(reinterpret_cast<const float4*>(row + k));
+      take(v.x, k);
+      take(v.y, k + 1);
+      take(v.z, k + 2);
+      take(v.w, k + 3);
+    }
+    i = i0 + (i1 - i0) / 4 * 4;
+  }
+  for (int k = i + tid; k < i1; k += 256) take(row[k], k);
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+    const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+    if (oi >= 0 && before(ov, oi, bv, bi)) bv = ov, bi = oi;
+  }
+  if ((tid & 31) == 0) wv[tid >> 5] = bv, wi[tid >> 5] = bi;
+  __syncthreads();
+  if (tid < 32) {
+    bv = tid < 8 ? wv[tid] : -INFINITY;
+    bi = tid < 8 ? wi[tid] : -1;
+    for (int o = 16; o > 0; o >>= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+      const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+      if (oi >= 0 && before(ov, oi, bv, bi)) bv = ov, bi = oi;
+    }
+    if (tid == 0) {
+      part[(static_cast<int64_t>(r) * nb + b) * 2] = bv;
+      part[(static_cast<int64_t>(r) * nb + b) * 2 + 1] = __int_as_float(bi);
+      __threadfence();
+      is_last = atomicAdd(&counters[r], 1) == nb - 1;
+    }
+  }
+  __syncthreads();
+  if (!is_last || tid >= 32) return;
+  __threadfence();
+  bv = -INFINITY;
+  bi = -1;
+  for (int k = tid; k < nb; k += 32) {
+    const float v = __ldcg(part + (static_cast<int64_t>(r) * nb + k) * 2);
+    const int id = __float_as_int(__ldcg(part + (static_cast<int64_t>(r) * nb + k) * 2 + 1));
+    if (id >= 0 && before(v, id, bv, bi)) bv = v, bi = id;
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+    const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+    if (oi >= 0 && before(ov, oi, bv, bi)) bv = ov, bi = oi;
+  }
+  if (tid == 0) {
+    ids[r] = bi < 0 ? 0 : bi;
+    counters[r] = 0;
+  }
+}
+
 }  // namespace
+
+void greedy_rows(const float* logits, int64_t stride, int R, int V, float* part, int* counters,
+                 int32_t* ids, cudaStream_t st) {
+  if (R == 0) return;
+  launch(greedy_kernel, dim3(kGreedyBlocks, R), 256, 0, st, "greedy sample", logits, stride, V,
+         part, counters, ids);
+}
 
 void sample_rows(const float* logits, int64_t stride, int R, int V, const SampleRowDev* rows,
                  const int32_t* penalty_ids, const int32_t* penalty_counts,
                  const int32_t* suppress_ids, float* work, int32_t* ids, float* lp,
                  int32_t* top_ids, float* top_lp, int top_n_max, cudaStream_t st) {
   if (R == 0) return;
-  sample_kernel<<<R, kThreads, 0, st>>>(logits, stride, V, rows, penalty_ids, penalty_counts,
+  launch(sample_kernel, R, kThreads, 0, st, "sampling", logits, stride, V, rows, penalty_ids, penalty_counts,
                                         suppress_ids, work, ids, lp, top_ids, top_lp, top_n_max);
   TS_CUDA_LAUNCH("sample");
 }

@@ -28,4 +28,11 @@ void sample_rows(const float* logits, int64_t stride, int R, int V, const Sample
                  const int32_t* suppress_ids, float* work, int32_t* ids, float* lp,
                  int32_t* top_ids, float* top_lp, int top_n_max, cudaStream_t st);
 
+// Greedy ids only (no penalties, no logprobs): each row is scanned by kGreedyBlocks blocks with
+// 16-byte loads and the last one to finish merges their (max, id) pairs. `part` holds
+// 2 * kGreedyBlocks words per row; `counters` R zeros (left zero).
+constexpr int kGreedyBlocks = 32;
+void greedy_rows(const float* logits, int64_t stride, int R, int V, float* part, int* counters,
+                 int32_t* ids, cudaStream_t st);
+
 }  // namespace tessera::cuda
