@@ -127,6 +127,15 @@ TEST(CudaAttention, GemmaShapeMixedBatchFullAndSliding) {
     for (float cap : {0.f, 50.f}) run_case({4, 1, 256, window, cap, DType::bf16, kMixed});
 }
 
+// Few row tiles: the prefill kernel splits each row tile's keys and a merge kernel combines them.
+TEST(CudaAttention, ShortBatchesSplitTheKeys) {
+  TS_REQUIRE_CUDA();
+  run_case({4, 1, 256, 0, 0.f, DType::bf16, {{300, 300}}});
+  run_case({4, 1, 256, 512, 0.f, DType::bf16, {{600, 600}, {1, 1000}}});
+  run_case({4, 1, 256, 512, 30.f, DType::bf16, {{37, 700}, {2, 2}}});
+  run_case({8, 2, 128, 0, 0.f, DType::bf16, {{513, 1100}}});
+}
+
 TEST(CudaAttention, OtherHeadShapes) {
   TS_REQUIRE_CUDA();
   run_case({8, 2, 128, 0, 0.f, DType::bf16, kMixed});

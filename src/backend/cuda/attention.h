@@ -54,15 +54,14 @@ void attention_decode(const AttnParams& p, int nsplit, float* partials, int* cou
 
 // Prefill work: row tiles of 64 (token, head) rows per sequence and kv head, each split over
 // `nsplit` ranges of `tiles_per_split` key tiles when there are too few row tiles to fill the GPU
-// (short prompts); the last split to finish merges the partials.
+// (short prompts); a merge kernel then combines the splits.
 struct PrefillPlan {
   int row_tiles = 0, nsplit = 1, tiles_per_split = 1;
-  size_t partial_floats = 0, counters = 0;  // workspace, zero when nsplit == 1
+  size_t partial_floats = 0;  // workspace, zero when nsplit == 1
 };
 PrefillPlan attention_prefill_plan(const AttnParams& p, int max_q_len, int max_kv_len);
-// skip_single: leave sequences with one new token to attention_decode. `counters` must be zero
-// (the kernel leaves them so).
+// skip_single: leave sequences with one new token to attention_decode.
 void attention_prefill(const AttnParams& p, const PrefillPlan& plan, bool skip_single,
-                       float* partials, int* counters, cudaStream_t st);
+                       float* partials, cudaStream_t st);
 
 }  // namespace tessera::cuda

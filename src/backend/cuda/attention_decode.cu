@@ -42,7 +42,6 @@ template <int HD>
 __global__ void __launch_bounds__(kThreads) attn_decode_kernel(AttnParams p, int nsplit,
                                                                float* __restrict__ part,
                                                                int* __restrict__ counters) {
-  pdl_enter();
   constexpr int CH = HD / 8;        // 16-byte chunks per K/V row
   constexpr int LPK = CH;           // lanes per key: one chunk each
   constexpr int KPI = 32 / LPK;     // keys a warp covers per iteration (1, 2 or 4)
@@ -65,6 +64,8 @@ __global__ void __launch_bounds__(kThreads) attn_decode_kernel(AttnParams p, int
   bf16* out = static_cast<bf16*>(p.out) + static_cast<int64_t>(t) * p.out_stride +
               static_cast<int64_t>(kvh) * rep * HD;
   if (hi < lo) {  // no keys (a padding row): zeros
+    pdl_wait();
+    pdl_trigger();
     if (x == 0)
       for (int i = tid; i < rep * HD; i += kThreads) out[i] = __float2bfloat16_rn(0.f);
     return;
@@ -75,6 +76,19 @@ __global__ void __launch_bounds__(kThreads) attn_decode_kernel(AttnParams p, int
   const int base = (first + x) * kC;
   const int k0 = max(lo, base), k1 = min(hi + 1, base + kC);  // keys [k0, k1)
 
+  if (tid < kC) {
+    const int key = base + tid;
+    int slot = -1;
+    if (key >= k0 && key < k1) {
+      const int blk = p.block_table[static_cast<int64_t>(s) * p.max_blocks + key / p.block_size];
+      if (blk >= 0) slot = blk * p.block_size + key % p.block_size;
+    }
+    slots[tid] = slot;
+  }
+  // Batch arrays and block tables were uploaded before this forward began; the query and the K/V
+  // (this step's row was stored by the kernel just before) need the previous kernel done.
+  pdl_wait();
+  pdl_trigger();
   const int warp = tid >> 5, lane = tid & 31;
   const int key_sub = lane / LPK, chunk = lane % LPK;
   // This lane's 8 q values of each head of the group (independent of the slot lookups).
@@ -91,15 +105,6 @@ __global__ void __launch_bounds__(kThreads) attn_decode_kernel(AttnParams p, int
         for (int i = 0; i < 8; ++i) q[r][i] = 0.f;
       }
     }
-  }
-  if (tid < kC) {
-    const int key = base + tid;
-    int slot = -1;
-    if (key >= k0 && key < k1) {
-      const int blk = p.block_table[static_cast<int64_t>(s) * p.max_blocks + key / p.block_size];
-      if (blk >= 0) slot = blk * p.block_size + key % p.block_size;
-    }
-    slots[tid] = slot;
   }
   __syncthreads();
   // K and V rows of the split into shared memory; keys outside [k0, k1) become zeros.
@@ -233,19 +238,49 @@ __global__ void __launch_bounds__(kThreads) attn_decode_kernel(AttnParams p, int
   __syncthreads();
   if (!is_last) return;
   __threadfence();
-  for (int e = tid; e < rep * HD; e += kThreads) {
-    const int r = e / HD, d = e % HD;
-    float M = -INFINITY;
-    for (int i = 0; i < n_act; ++i)
-      M = fmaxf(M, __ldcg(po + (static_cast<int64_t>(i) * kMaxRep + r) * (HD + 2) + HD));
-    float L = 0.f, o = 0.f;
-    for (int i = 0; i < n_act; ++i) {
+  // Merge: per head, the splits' weights exp(m_i - M) into shared memory (the K tile is free),
+  // then each thread sums its output elements over the splits with independent loads.
+  float* wsm = reinterpret_cast<float*>(Ks);  // [kMaxRep][n_act]
+  __shared__ float Ls[kMaxRep];
+  for (int r = warp; r < rep; r += kWarps) {
+    float mx = -INFINITY;
+    for (int i = lane; i < n_act; i += 32)
+      mx = fmaxf(mx, __ldcg(po + (static_cast<int64_t>(i) * kMaxRep + r) * (HD + 2) + HD));
+    mx = warp_max(mx);
+    float L = 0.f;
+    for (int i = lane; i < n_act; i += 32) {
       const float* row = po + (static_cast<int64_t>(i) * kMaxRep + r) * (HD + 2);
-      const float w = expf(__ldcg(row + HD) - M);
+      const float w = expf(__ldcg(row + HD) - mx);
+      wsm[r * n_act + i] = w;
       L += w * __ldcg(row + HD + 1);
-      o += w * __ldcg(row + d);
     }
-    out[e] = __float2bfloat16_rn(L > 0.f ? o / L : 0.f);
+    L = warp_sum(L);
+    if (lane == 0) Ls[r] = L;
+  }
+  __syncthreads();
+  constexpr int kPer = kMaxRep * HD / kThreads;  // elements per thread at most
+  float macc[kPer];
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) macc[k] = 0.f;
+#pragma unroll 2
+  for (int i = 0; i < n_act; ++i) {
+    const float* prow = po + static_cast<int64_t>(i) * kMaxRep * (HD + 2);
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int e = tid + k * kThreads;
+      if (e < rep * HD) {
+        const int r = e / HD, d = e % HD;
+        macc[k] += wsm[r * n_act + i] * __ldcg(prow + r * (HD + 2) + d);
+      }
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const int e = tid + k * kThreads;
+    if (e < rep * HD) {
+      const float L = Ls[e / HD];
+      out[e] = __float2bfloat16_rn(L > 0.f ? macc[k] / L : 0.f);
+    }
   }
   if (tid == 0) counters[group] = 0;
 }

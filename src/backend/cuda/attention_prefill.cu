@@ -54,8 +54,7 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
 template <int HD>
 __global__ void __launch_bounds__(kThreads)
     attn_prefill_kernel(AttnParams p, bool skip_single, int nsplit, int tps,
-                        float* __restrict__ part, int* __restrict__ counters) {
-  pdl_enter();
+                        float* __restrict__ part) {
   constexpr int LD = HD + 8;  // padded smem rows: ldmatrix row addresses hit distinct banks
   extern __shared__ __align__(16) unsigned char smem_raw[];
   bf16* Qs = reinterpret_cast<bf16*>(smem_raw);
@@ -102,7 +101,20 @@ __global__ void __launch_bounds__(kThreads)
   const int t_first = kmin / kBC;
   const int n_tiles = kmax >= kmin ? kmax / kBC - t_first + 1 : 0;
   const int active = max(1, (n_tiles + tps - 1) / tps);
-  if (sp >= active) return;
+  // Row metadata came from the batch upload; Q, K and V need the previous kernels done.
+  pdl_wait();
+  pdl_trigger();
+  if (sp >= active) {
+    if (nsplit > 1) {  // an empty split: weight 0 for every row in the merge
+      const int64_t group = (static_cast<int64_t>(s) * p.nkv + kvh) * row_tiles + rt;
+      for (int r = tid; r < kBR; r += kThreads) {
+        float* pr = part + ((group * nsplit + sp) * kBR + r) * (HD + 2);
+        pr[HD] = -INFINITY;
+        pr[HD + 1] = 0.f;
+      }
+    }
+    return;
+  }
   const int kt_begin = n_tiles > 0 ? (t_first + sp * tps) * kBC : 0;
   const int kt_end = n_tiles > 0 ? min(kmax / kBC, t_first + (sp + 1) * tps - 1) * kBC : -1;
 
@@ -253,19 +265,15 @@ __global__ void __launch_bounds__(kThreads)
   }
 
   cp_async_wait_all();  // a block with no key tile still has its Q copies in flight
-  if (active > 1) {
-    // Partial for this split: unnormalised rows, then (max, sum); the last split merges.
-    const int64_t group =
-        (static_cast<int64_t>(s) * p.nkv + kvh) * row_tiles + rt;  // one counter per row tile
-    float* pg = part + group * nsplit * kBR * (HD + 2);
-    float* pa = pg + (static_cast<int64_t>(sp) * kBR + ra) * (HD + 2);
-    float* pb = pg + (static_cast<int64_t>(sp) * kBR + rb) * (HD + 2);
+  if (nsplit > 1) {
+    // Partial for this split: unnormalised rows, then (max, sum); attn_merge_kernel combines.
+    const int64_t group = (static_cast<int64_t>(s) * p.nkv + kvh) * row_tiles + rt;
+    float* pa = part + ((group * nsplit + sp) * kBR + ra) * (HD + 2);
+    float* pb = part + ((group * nsplit + sp) * kBR + rb) * (HD + 2);
 #pragma unroll
     for (int i = 0; i < HD / 8; ++i) {
-      pa[i * 8 + 2 * tq] = o[i][0];
-      pa[i * 8 + 2 * tq + 1] = o[i][1];
-      pb[i * 8 + 2 * tq] = o[i][2];
-      pb[i * 8 + 2 * tq + 1] = o[i][3];
+      *reinterpret_cast<float2*>(pa + i * 8 + 2 * tq) = make_float2(o[i][0], o[i][1]);
+      *reinterpret_cast<float2*>(pb + i * 8 + 2 * tq) = make_float2(o[i][2], o[i][3]);
     }
     if (tq == 0) {
       pa[HD] = m_a;
@@ -273,33 +281,6 @@ __global__ void __launch_bounds__(kThreads)
       pb[HD] = m_b;
       pb[HD + 1] = l_b;
     }
-    __shared__ int is_last;
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) is_last = atomicAdd(&counters[group], 1) == active - 1;
-    __syncthreads();
-    if (!is_last) return;
-    __threadfence();
-    bf16* out = static_cast<bf16*>(p.out);
-    for (int e = tid; e < kBR * HD; e += kThreads) {
-      const int r = e / HD, d = e % HD;
-      if (row_tok[r] < 0) continue;
-      float M = -INFINITY;
-      for (int i = 0; i < active; ++i)
-        M = fmaxf(M, __ldcg(pg + (static_cast<int64_t>(i) * kBR + r) * (HD + 2) + HD));
-      float L = 0.f, acc = 0.f;
-      if (M != -INFINITY) {
-        for (int i = 0; i < active; ++i) {
-          const float* row = pg + (static_cast<int64_t>(i) * kBR + r) * (HD + 2);
-          const float w = expf(__ldcg(row + HD) - M);
-          L += w * __ldcg(row + HD + 1);
-          acc += w * __ldcg(row + d);
-        }
-      }
-      out[static_cast<int64_t>(row_tok[r]) * p.out_stride + static_cast<int64_t>(row_head[r]) * HD + d] =
-          __float2bfloat16_rn(L > 0.f ? acc / L : 0.f);
-    }
-    if (tid == 0) counters[group] = 0;
     return;
   }
   // One split: normalise and store rows a and b.
@@ -323,9 +304,53 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Merges the splits of the prefill kernel: one warp per (token, head) row, the splits' weights
+// exp(m_i - M) held one per lane, each lane summing its HD / 32 output dims over the splits.
+template <int HD>
+__global__ void __launch_bounds__(256) attn_merge_kernel(AttnParams p, bool skip_single, int nsplit,
+                                                         const float* __restrict__ part) {
+  pdl_wait();
+  pdl_trigger();
+  constexpr int DPL = HD / 32;  // dims per lane
+  const int s = blockIdx.z, kvh = blockIdx.y, rt = blockIdx.x;
+  const int row_tiles = gridDim.x;
+  const int qlen = p.seq_q_len[s];
+  if (qlen <= 0 || (skip_single && qlen == 1)) return;
+  const int rep = p.nh / p.nkv;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int64_t group = (static_cast<int64_t>(s) * p.nkv + kvh) * row_tiles + rt;
+  for (int r = warp; r < kBR; r += 8) {
+    const int fr = rt * kBR + r;
+    if (fr >= qlen * rep) break;
+    const int t = p.seq_q_start[s] + fr / rep, h = kvh * rep + fr % rep;
+    const float mi = lane < nsplit ? part[((group * nsplit + lane) * kBR + r) * (HD + 2) + HD] : -INFINITY;
+    const float M = warp_max(mi);
+    float w = 0.f, L = 0.f;
+    if (lane < nsplit && M != -INFINITY && mi != -INFINITY) {
+      w = expf(mi - M);
+      L = w * part[((group * nsplit + lane) * kBR + r) * (HD + 2) + HD + 1];
+    }
+    L = warp_sum(L);
+    float acc[DPL];
+#pragma unroll
+    for (int k = 0; k < DPL; ++k) acc[k] = 0.f;
+    for (int i = 0; i < nsplit; ++i) {
+      const float wi = __shfl_sync(0xffffffffu, w, i);
+      if (wi == 0.f) continue;  // an empty split: its row holds no output
+      const float* row = part + ((group * nsplit + i) * kBR + r) * (HD + 2) + lane * DPL;
+#pragma unroll
+      for (int k = 0; k < DPL; ++k) acc[k] += wi * row[k];
+    }
+    bf16* o = static_cast<bf16*>(p.out) + static_cast<int64_t>(t) * p.out_stride +
+              static_cast<int64_t>(h) * HD + lane * DPL;
+#pragma unroll
+    for (int k = 0; k < DPL; ++k) o[k] = __float2bfloat16_rn(L > 0.f ? acc[k] / L : 0.f);
+  }
+}
+
 template <int HD>
 void launch_prefill(const AttnParams& p, const PrefillPlan& plan, bool skip_single, float* part,
-                    int* counters, cudaStream_t st) {
+                    cudaStream_t st) {
   constexpr size_t smem = static_cast<size_t>(3) * kBR * (HD + 8) * sizeof(bf16);
   static bool configured = false;  // the attribute is per kernel, set once per process
   if (!configured) {
@@ -335,7 +360,10 @@ void launch_prefill(const AttnParams& p, const PrefillPlan& plan, bool skip_sing
   }
   const dim3 grid(plan.row_tiles * plan.nsplit, p.nkv, p.num_seqs);
   launch(attn_prefill_kernel<HD>, grid, kThreads, smem, st, "attention (prefill)", p, skip_single,
-         plan.nsplit, plan.tiles_per_split, part, counters);
+         plan.nsplit, plan.tiles_per_split, part);
+  if (plan.nsplit > 1)
+    launch(attn_merge_kernel<HD>, dim3(plan.row_tiles, p.nkv, p.num_seqs), 256, 0, st,
+           "attention (prefill merge)", p, skip_single, plan.nsplit, static_cast<const float*>(part));
 }
 
 }  // namespace
@@ -350,8 +378,8 @@ PrefillPlan attention_prefill_plan(const AttnParams& p, int max_q_len, int max_k
   if (p.window > 0) max_tiles = std::min(max_tiles, (p.window + (kBR + rep - 1) / rep + kBC - 1) / kBC + 1);
   const long long blocks = static_cast<long long>(plan.row_tiles) * p.nkv * p.num_seqs;
   const long long target = 2 * 132;  // two blocks per SM on an H100/H200
-  if (blocks < target && max_tiles > 1) {
-    int n = static_cast<int>(std::min<long long>(max_tiles, (target + blocks - 1) / blocks));
+  if (blocks < target / 2 && max_tiles > 1) {  // split only when less than a block per SM
+    int n = static_cast<int>(std::min<long long>({max_tiles, (target + blocks - 1) / blocks, 32}));
     plan.tiles_per_split = (max_tiles + n - 1) / n;
     plan.nsplit = (max_tiles + plan.tiles_per_split - 1) / plan.tiles_per_split;
   } else {
@@ -359,19 +387,18 @@ PrefillPlan attention_prefill_plan(const AttnParams& p, int max_q_len, int max_k
     plan.nsplit = 1;
   }
   if (plan.nsplit > 1) {
-    plan.counters = static_cast<size_t>(blocks);
     plan.partial_floats = static_cast<size_t>(blocks) * plan.nsplit * kBR * (p.hd + 2);
   }
   return plan;
 }
 
 void attention_prefill(const AttnParams& p, const PrefillPlan& plan, bool skip_single,
-                       float* partials, int* counters, cudaStream_t st) {
+                       float* partials, cudaStream_t st) {
   if (p.num_seqs == 0 || plan.row_tiles == 0) return;
   switch (p.hd) {
-    case 64: launch_prefill<64>(p, plan, skip_single, partials, counters, st); break;
-    case 128: launch_prefill<128>(p, plan, skip_single, partials, counters, st); break;
-    case 256: launch_prefill<256>(p, plan, skip_single, partials, counters, st); break;
+    case 64: launch_prefill<64>(p, plan, skip_single, partials, st); break;
+    case 128: launch_prefill<128>(p, plan, skip_single, partials, st); break;
+    case 256: launch_prefill<256>(p, plan, skip_single, partials, st); break;
     default: throw Error(ErrorKind::internal, "attention_prefill: unsupported head_dim");
   }
 }

@@ -337,8 +337,8 @@ class CudaBackend final : public ComputeBackend {
   bool capturing_ = false;
 
   // attention decode workspace
-  GrowBuffer attn_partials_, attn_counters_, prefill_partials_, prefill_counters_;
-  size_t attn_counter_count_ = 0, prefill_counter_count_ = 0;
+  GrowBuffer attn_partials_, attn_counters_, prefill_partials_;
+  size_t attn_counter_count_ = 0;
 
   // sampling
   PinnedBuffer sample_host_;
@@ -526,16 +526,18 @@ void CudaBackend::attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerVi
   if (any_multi) {
     const PrefillPlan plan = attention_prefill_plan(p, b.max_q_len, b.max_kv_len);
     float* part = nullptr;
-    int* counters = nullptr;
-    if (plan.nsplit > 1) {
+    if (plan.nsplit > 1)
       part = static_cast<float*>(grow(prefill_partials_, plan.partial_floats * sizeof(float),
                                       "attention prefill partials"));
-      counters = zeroed_counters(prefill_counters_, prefill_counter_count_, plan.counters);
-    }
-    attention_prefill(p, plan, any_single, part, counters, stream_);
+    attention_prefill(p, plan, any_single, part, stream_);
   }
   if (!any_single) return;
   const int nsplit = attention_decode_splits(p, g.max_blocks * kv.block_size);
+  if (static_cast<size_t>(nsplit) * kDecodeMaxRep * sizeof(float) >
+      static_cast<size_t>(kDecodeKeysPerSplit) * hd * 2) {  // merge weights outgrow the K tile
+    attention_generic(p, stream_);
+    return;
+  }
   const size_t nf = attention_decode_partial_floats(p, nsplit);
   const size_t nc = static_cast<size_t>(b.num_seqs) * nkv;
   float* part = static_cast<float*>(grow(attn_partials_, nf * sizeof(float), "attention partials"));

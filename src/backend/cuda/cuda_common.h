@@ -45,16 +45,24 @@ __device__ __forceinline__ float from_f32<float>(float v) { return v; }
 template <>
 __device__ __forceinline__ bf16 from_f32<bf16>(float v) { return __float2bfloat16_rn(v); }
 
-// Programmatic dependent launch: every kernel of this backend starts with pdl_enter(), which waits
-// until the kernel before it in the stream has completed (and its writes are visible), then lets
-// the next kernel start launching. The next kernel's launch and block set-up thus overlap this
-// one's run instead of following it; no kernel touches global memory before its wait, so reads
-// and writes keep stream order. Both instructions are no-ops in a launch without the attribute.
-__device__ __forceinline__ void pdl_enter() {
+// Programmatic dependent launch: every kernel of this backend calls pdl_wait() before it touches
+// memory that an earlier kernel writes or reads (activations, the KV cache, batch arrays written
+// by the upload all count), then pdl_trigger() so that the next kernel can start launching. Loads
+// of weights -- which nothing writes -- may come before the wait, so that they overlap the
+// previous kernel's tail. Both are no-ops in a launch without the attribute.
+__device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
+}
+__device__ __forceinline__ void pdl_enter() {
+  pdl_wait();
+  pdl_trigger();
 }
 
 __device__ __forceinline__ float warp_sum(float v) {

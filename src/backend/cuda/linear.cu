@@ -41,119 +41,88 @@ __device__ __forceinline__ float dot8(uint4 w, uint4 x) {
   return s;
 }
 
-// GEMV for small M: 8 warps per block; each warp owns RPW consecutive output rows and a slice of
-// K (`wpr` warps share those rows when N is too small to fill the GPU). The warp treats its
-// RPW x slice 16-byte weight chunks as one flat range, so every lane has up to kU evict-first
-// loads in flight at once (K = 1152: RPW = 2 gives exactly 9 per lane, one round trip); x is
-// re-read from L1. Slices meet in shared memory.
-constexpr int kU = 12;
+// GEMV for small M: 8 warps per block, one output row per warp, K split over `wpr` warps when N
+// is too small to fill the GPU. Each lane keeps kU 16-byte evict-first weight loads in flight,
+// in guarded batches (no serial remainder loop); the first batch is issued before waiting on the
+// previous kernel (weights depend on nothing), so it overlaps that kernel's tail. x is re-read
+// from L1. Few registers, so 6-8 blocks share an SM and many bytes stay in flight.
+constexpr int kU = 8;
 
-template <int M, int RPW, class TO>
-__global__ void __launch_bounds__(256) gemv_kernel(const bf16* __restrict__ W, int64_t N, int K8,
+template <int M, class TO>
+__global__ void __launch_bounds__(256, M == 1 ? 4 : M <= 4 ? 2 : 1) gemv_kernel(const bf16* __restrict__ W, int64_t N, int K8,
                                                    const bf16* __restrict__ x, int64_t xs,
                                                    const float* __restrict__ bias,
                                                    TO* __restrict__ out, int64_t os, int wpr) {
-  pdl_enter();
-  __shared__ float red[8][RPW][M];
+  __shared__ float red[8][M];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * (8 / wpr) + warp / wpr) * RPW;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * (8 / wpr) + warp / wpr;
   const int slice = warp % wpr;
   const int c0 = static_cast<int>(static_cast<int64_t>(K8) * slice / wpr);
-  const int c1 = static_cast<int>(static_cast<int64_t>(K8) * (slice + 1) / wpr);
-  const int S = c1 - c0, total = RPW * S;
-  const uint4* W8 = reinterpret_cast<const uint4*>(W);
-  float acc[RPW][M];
+  const int c1 = row < N ? static_cast<int>(static_cast<int64_t>(K8) * (slice + 1) / wpr) : c0;
+  const uint4* wr = reinterpret_cast<const uint4*>(W) + (row < N ? row : 0) * K8;
+  uint4 wv[kU];
 #pragma unroll
-  for (int q = 0; q < RPW; ++q)
+  for (int u = 0; u < kU; ++u) {
+    const int c = c0 + u * 32 + lane;
+    if (c < c1) wv[u] = __ldcs(wr + c);
+  }
+  pdl_wait();
+  pdl_trigger();
+  float acc[M];
 #pragma unroll
-    for (int m = 0; m < M; ++m) acc[q][m] = 0.f;
-  for (int f0 = 0; f0 < total; f0 += 32 * kU) {
-    uint4 wv[kU];
-    int rr[kU], cc[kU];
+  for (int m = 0; m < M; ++m) acc[m] = 0.f;
+  for (int base = c0;;) {
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
-      const int f = f0 + u * 32 + lane;
-      rr[u] = -1;
-      if (f < total) {
-        const int r = RPW == 1 ? 0 : f / S;
-        const int c = c0 + f - r * S;
-        if (row0 + r < N) {
-          rr[u] = r;
-          cc[u] = c;
-          wv[u] = __ldcs(W8 + (row0 + r) * K8 + c);
-        }
+      const int c = base + u * 32 + lane;
+      if (c < c1) {
+#pragma unroll
+        for (int m = 0; m < M; ++m)
+          acc[m] += dot8(wv[u], __ldg(reinterpret_cast<const uint4*>(x + m * xs) + c));
       }
     }
+    base += 32 * kU;
+    if (base >= c1) break;
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
-      if (rr[u] < 0) continue;
-#pragma unroll
-      for (int m = 0; m < M; ++m) {
-        const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x + m * xs) + cc[u]);
-        const float d = dot8(wv[u], xv);
-        // A select per row, not acc[rr[u]]: a run-time index would put acc in local memory.
-#pragma unroll
-        for (int q = 0; q < RPW; ++q) acc[q][m] += q == rr[u] ? d : 0.f;
-      }
+      const int c = base + u * 32 + lane;
+      if (c < c1) wv[u] = __ldcs(wr + c);
     }
   }
 #pragma unroll
-  for (int q = 0; q < RPW; ++q)
-#pragma unroll
-    for (int m = 0; m < M; ++m) acc[q][m] = warp_sum(acc[q][m]);
+  for (int m = 0; m < M; ++m) acc[m] = warp_sum(acc[m]);
   if (wpr > 1) {
     if (lane == 0) {
 #pragma unroll
-      for (int q = 0; q < RPW; ++q)
-#pragma unroll
-        for (int m = 0; m < M; ++m) red[warp][q][m] = acc[q][m];
+      for (int m = 0; m < M; ++m) red[warp][m] = acc[m];
     }
     __syncthreads();
     if (slice != 0) return;
 #pragma unroll
-    for (int q = 0; q < RPW; ++q)
-#pragma unroll
-      for (int m = 0; m < M; ++m) {
-        float t = 0.f;
-        for (int j = 0; j < wpr; ++j) t += red[warp + j][q][m];
-        acc[q][m] = t;
-      }
-  }
-  if (lane == 0) {
-#pragma unroll
-    for (int q = 0; q < RPW; ++q) {
-      const int64_t row = row0 + q;
-      if (row >= N) break;
-      const float b = bias ? bias[row] : 0.f;
-#pragma unroll
-      for (int m = 0; m < M; ++m) out[m * os + row] = from_f32<TO>(acc[q][m] + b);
+    for (int m = 0; m < M; ++m) {
+      float t = 0.f;
+      for (int j = 0; j < wpr; ++j) t += red[warp + j][m];
+      acc[m] = t;
     }
   }
-}
-
-template <int M, int RPW, class TO>
-void launch_gemv_t(const bf16* W, int64_t N, int K8, const bf16* x, int64_t xs, const float* bias,
-                   TO* out, int64_t os, cudaStream_t st) {
-  const int64_t warps = (N + RPW - 1) / RPW;
-  int wpr = 1;
-  while (wpr < 8 && warps * wpr < 8192 && K8 / (wpr * 2) >= 64) wpr *= 2;
-  const unsigned grid = ceil_div(N, static_cast<long long>(8 / wpr) * RPW);
-  launch(gemv_kernel<M, RPW, TO>, grid, 256, 0, st, "linear (gemv)", W, N, K8, x, xs, bias, out,
-         os, wpr);
+  if (lane == 0 && row < N) {
+    const float b = bias ? bias[row] : 0.f;
+#pragma unroll
+    for (int m = 0; m < M; ++m) out[m * os + row] = from_f32<TO>(acc[m] + b);
+  }
 }
 
 template <class TO>
 void launch_gemv(int M, const bf16* W, int64_t N, int64_t K, const bf16* x, int64_t xs,
                  const float* bias, TO* out, int64_t os, cudaStream_t st) {
   const int K8 = static_cast<int>(K / 8);
-  const bool two = K8 <= 192;  // short rows: two per warp keep every lane busy
-#define TS_GEMV_CASE(m_)                                                       \
-  case m_:                                                                     \
-    if (two) {                                                                 \
-      launch_gemv_t<m_, 2, TO>(W, N, K8, x, xs, bias, out, os, st);            \
-    } else {                                                                   \
-      launch_gemv_t<m_, 1, TO>(W, N, K8, x, xs, bias, out, os, st);            \
-    }                                                                          \
+  int wpr = 1;
+  while (wpr < 8 && N * wpr < 8192 && K8 / (wpr * 2) >= 64) wpr *= 2;
+  const unsigned grid = ceil_div(N, 8 / wpr);
+#define TS_GEMV_CASE(m_)                                                                      \
+  case m_:                                                                                    \
+    launch(gemv_kernel<m_, TO>, grid, 256, 0, st, "linear (gemv)", W, N, K8, x, xs, bias, out, \
+           os, wpr);                                                                          \
     break;
   switch (M) {
     TS_GEMV_CASE(1)

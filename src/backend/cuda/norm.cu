@@ -10,16 +10,24 @@ namespace tessera::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kPerThread = 16;  // rows up to 4096 stay in registers
+constexpr int kPerThread = 8;  // rows up to 2048 stay in registers (Gemma-3-1B: 1152)
 
+// The norm weights do not depend on earlier kernels: they are read before the PDL wait, so their
+// latency hides behind the previous kernel; each row is then read in one round trip.
 template <class TX, class TO>
 __global__ void rms_norm_kernel(const TX* __restrict__ x, int64_t xs, const float* __restrict__ w,
                                 float eps, TO* __restrict__ out, int64_t os, int n) {
-  pdl_enter();
   __shared__ float red[32];
   const int64_t r = blockIdx.x;
+  float wv[kPerThread], v[kPerThread];
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) {
+    const int i = threadIdx.x + k * kThreads;
+    wv[k] = i < n ? w[i] : 0.f;
+  }
+  pdl_wait();
+  pdl_trigger();
   const TX* xr = x + r * xs;
-  float v[kPerThread];
   float ss = 0.f;
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
@@ -37,54 +45,67 @@ __global__ void rms_norm_kernel(const TX* __restrict__ x, int64_t xs, const floa
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
     const int i = threadIdx.x + k * kThreads;
-    if (i < n) orow[i] = from_f32<TO>(v[k] * inv * w[i]);
+    if (i < n) orow[i] = from_f32<TO>(v[k] * inv * wv[k]);
   }
   for (int i = threadIdx.x + kPerThread * kThreads; i < n; i += kThreads)
     orow[i] = from_f32<TO>(to_f32(xr[i]) * inv * w[i]);
 }
 
-// residual += (w_y ? norm(y) * w_y : y); out = norm(residual) * w_out when w_out.
+// residual += (w_y ? norm(y) * w_y : y); out = norm(residual) * w_out when w_out. y and the
+// residual row are loaded together (one round trip), the weights before the PDL wait.
 template <class TY, class TO>
 __global__ void add_rms_norm_kernel(float* __restrict__ res, int64_t rs, const TY* __restrict__ y,
                                     int64_t ys, const float* __restrict__ w_y,
                                     const float* __restrict__ w_out, float eps,
                                     TO* __restrict__ out, int64_t os, int n) {
-  pdl_enter();
   __shared__ float red[32];
   const int64_t r = blockIdx.x;
+  float wy[kPerThread], wo[kPerThread], yv[kPerThread], v[kPerThread];
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) {
+    const int i = threadIdx.x + k * kThreads;
+    wy[k] = w_y && i < n ? w_y[i] : 0.f;
+    wo[k] = w_out && i < n ? w_out[i] : 0.f;
+  }
+  pdl_wait();
+  pdl_trigger();
   float* xr = res + r * rs;
   const TY* yr = y + r * ys;
-  float v[kPerThread];
+  float ssy = 0.f;
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) {
+    const int i = threadIdx.x + k * kThreads;
+    yv[k] = i < n ? to_f32(yr[i]) : 0.f;
+    v[k] = i < n ? xr[i] : 0.f;
+    ssy += yv[k] * yv[k];
+  }
+  const bool tail = n > kPerThread * kThreads;
+  for (int i = threadIdx.x + kPerThread * kThreads; i < n; i += kThreads) {
+    const float a = to_f32(yr[i]);
+    ssy += a * a;
+  }
   float inv_y = 1.f;
   if (w_y) {
-    float ss = 0.f;
-    for (int i = threadIdx.x; i < n; i += kThreads) {
-      const float a = to_f32(yr[i]);
-      ss += a * a;
-    }
-    ss = block_sum(ss, red);
-    inv_y = 1.0f / sqrtf(ss / static_cast<float>(n) + eps);
+    ssy = block_sum(ssy, red);
+    inv_y = 1.0f / sqrtf(ssy / static_cast<float>(n) + eps);
   }
   float ss = 0.f;
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
     const int i = threadIdx.x + k * kThreads;
     if (i < n) {
-      const float a = to_f32(yr[i]);
-      const float add = w_y ? a * inv_y * w_y[i] : a;
-      v[k] = xr[i] + add;
+      v[k] += w_y ? yv[k] * inv_y * wy[k] : yv[k];
       xr[i] = v[k];
-    } else {
-      v[k] = 0.f;
+      ss += v[k] * v[k];
     }
-    ss += v[k] * v[k];
   }
-  for (int i = threadIdx.x + kPerThread * kThreads; i < n; i += kThreads) {
-    const float a = to_f32(yr[i]);
-    const float add = w_y ? a * inv_y * w_y[i] : a;
-    const float nv = xr[i] + add;
-    xr[i] = nv;
-    ss += nv * nv;
+  if (tail) {
+    for (int i = threadIdx.x + kPerThread * kThreads; i < n; i += kThreads) {
+      const float a = to_f32(yr[i]);
+      const float nv = xr[i] + (w_y ? a * inv_y * w_y[i] : a);
+      xr[i] = nv;
+      ss += nv * nv;
+    }
   }
   if (!w_out) return;
   ss = block_sum(ss, red);
@@ -93,10 +114,11 @@ __global__ void add_rms_norm_kernel(float* __restrict__ res, int64_t rs, const T
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
     const int i = threadIdx.x + k * kThreads;
-    if (i < n) orow[i] = from_f32<TO>(v[k] * inv * w_out[i]);
+    if (i < n) orow[i] = from_f32<TO>(v[k] * inv * wo[k]);
   }
-  for (int i = threadIdx.x + kPerThread * kThreads; i < n; i += kThreads)
-    orow[i] = from_f32<TO>(xr[i] * inv * w_out[i]);
+  if (tail)
+    for (int i = threadIdx.x + kPerThread * kThreads; i < n; i += kThreads)
+      orow[i] = from_f32<TO>(xr[i] * inv * w_out[i]);
 }
 
 }  // namespace

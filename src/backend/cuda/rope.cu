@@ -17,13 +17,25 @@ __global__ void qk_norm_rope_kernel(T* __restrict__ qkv, int64_t stride, int T_r
                                     const float* __restrict__ k_norm, float eps,
                                     const int32_t* __restrict__ positions,
                                     const float* __restrict__ inv_freq) {
-  pdl_enter();
   const int warp = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   const int heads = nh + nkv;
   if (warp >= T_rows * heads) return;
   const int t = warp / heads, h = warp % heads;
   const int half = hd / 2;
+  // Weights and frequencies first (nothing writes them), then wait for the previous kernel.
+  const float* nw = h < nh ? q_norm : k_norm;
+  float fa[kMaxPairsPerLane], fb[kMaxPairsPerLane], inv[kMaxPairsPerLane];
+#pragma unroll
+  for (int k = 0; k < kMaxPairsPerLane; ++k) {
+    const int j = lane + 32 * k;
+    fa[k] = nw && j < half ? nw[j] : 1.f;
+    fb[k] = nw && j < half ? nw[j + half] : 1.f;
+    inv[k] = j < half ? inv_freq[j] : 0.f;
+  }
+  pdl_wait();
+  pdl_trigger();
+  const float pos = static_cast<float>(positions[t]);
   T* x = qkv + static_cast<int64_t>(t) * stride + static_cast<int64_t>(h) * hd;
   float a[kMaxPairsPerLane], b[kMaxPairsPerLane];
   float ss = 0.f;
@@ -38,7 +50,6 @@ __global__ void qk_norm_rope_kernel(T* __restrict__ qkv, int64_t stride, int T_r
     }
     ss += a[k] * a[k] + b[k] * b[k];
   }
-  const float* nw = h < nh ? q_norm : k_norm;
   if (nw) {
     ss = warp_sum(ss);
     const float r = 1.0f / sqrtf(ss / static_cast<float>(hd) + eps);
@@ -46,17 +57,16 @@ __global__ void qk_norm_rope_kernel(T* __restrict__ qkv, int64_t stride, int T_r
     for (int k = 0; k < kMaxPairsPerLane; ++k) {
       const int j = lane + 32 * k;
       if (j < half) {
-        a[k] = a[k] * r * nw[j];
-        b[k] = b[k] * r * nw[j + half];
+        a[k] = a[k] * r * fa[k];
+        b[k] = b[k] * r * fb[k];
       }
     }
   }
-  const float pos = static_cast<float>(positions[t]);
 #pragma unroll
   for (int k = 0; k < kMaxPairsPerLane; ++k) {
     const int j = lane + 32 * k;
     if (j < half) {
-      const float ang = pos * inv_freq[j];
+      const float ang = pos * inv[k];
       float s, c;
       sincosf(ang, &s, &c);
       x[j] = from_f32<T>(a[k] * c - b[k] * s);
