@@ -11,7 +11,7 @@
 # Logs go under $OUT (default /tmp/gpu-check); a PASS/FAIL table is printed last.
 #
 #   scripts/gpu-check.sh [--bin DIR] [--no-bench] [--no-peer] [--peer-reps N] [--no-sanitizer]
-#                        [--profile]
+#                        [--profile] [--quick]
 # --profile: ncu kernel durations of one decode_b1 step and one ttft_512 forward, and the bench
 #            with programmatic dependent launch off, into profile.log.
 # --bin: where tessera, tessera_tests_cuda and tessera_gpu_bench are (default: build/, build/tests/).
@@ -19,7 +19,7 @@ set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-check}
 mkdir -p "$OUT"
-BIN="" BENCH=1 PEER=1 PEER_REPS=3 SANITIZER=1 PROFILE=0
+BIN="" BENCH=1 PEER=1 PEER_REPS=3 SANITIZER=1 PROFILE=0 QUICK=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) BIN=$2; shift 2 ;;
@@ -28,6 +28,7 @@ while [ $# -gt 0 ]; do
     --peer-reps) PEER_REPS=$2; shift 2 ;;
     --no-sanitizer) SANITIZER=0; shift ;;
     --profile) PROFILE=1; shift ;;
+    --quick) QUICK=1; shift ;;  # no transformers comparisons, no ceilings or crossover
     *) echo "gpu-check.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -85,7 +86,9 @@ fi
 wait $MAKE_PID || record "make-model gemma3-1b / tiny" FAIL "see models.log"
 
 # 2. Logits vs transformers.
-for m in "$G1B 600 gemma3-1b" "$TINY 100 gemma3-tiny"; do
+COMPARE=("$G1B 600 gemma3-1b" "$TINY 100 gemma3-tiny")
+[ $QUICK -eq 1 ] && COMPARE=()
+for m in "${COMPARE[@]}"; do
   set -- $m
   echo "---- hf_compare $3" >>"$LOG"
   line=$(timeout 150 python3 tests/cuda/hf_compare.py --model "$1" --tessera "$TESSERA" --tokens "$2" 2>>"$LOG" | tail -n 1)
@@ -109,7 +112,9 @@ fi
 
 # 3. Speed: tessera, then transformers, on the same files, the GPU otherwise idle.
 if [ $BENCH -eq 1 ] && [ -n "$GBENCH" ]; then
-  timeout 240 "$GBENCH" --model $G1B --crossover --json "$OUT/bench.json" >"$OUT/bench.log" 2>&1
+  BFLAGS="--crossover"
+  [ $QUICK -eq 1 ] && BFLAGS="--no-ceilings"
+  timeout 240 "$GBENCH" --model $G1B $BFLAGS --json "$OUT/bench.json" >"$OUT/bench.log" 2>&1
   rc=$?
   cat "$OUT/bench.log" | grep -v '^{' >>"$LOG"
   [ $rc -eq 0 ] && record "tessera_gpu_bench" PASS "" || record "tessera_gpu_bench" FAIL "rc $rc, see bench.log"

@@ -138,6 +138,34 @@ TEST(CudaOps, KvStoreWritesOnlyItsSlots) {
   }
 }
 
+// The decoder's rope then kv_store on the same qkv run as one fused kernel on CUDA: the cache and
+// the rotated qkv must match the two CPU ops.
+TEST(CudaOps, RopeThenKvStoreFused) {
+  TS_REQUIRE_CUDA();
+  const int T = 13, nh = 4, nkv = 1, hd = 256, bs = 16, nblocks = 4;
+  Pair qkv = random_pair(T, (nh + 2 * nkv) * hd, DType::bf16, 2.f);
+  Pair k = random_pair(nblocks * bs, nkv * hd, DType::bf16), v = random_pair(nblocks * bs, nkv * hd, DType::bf16);
+  std::vector<int32_t> pos(T), slots(T);
+  for (int t = 0; t < T; ++t) pos[t] = 40 + t, slots[t] = (t * 5) % (nblocks * bs);
+  slots[4] = -1;
+  DeviceArray pc = upload_i32(cpu(), pos), pg = upload_i32(*cuda(), pos);
+  DeviceArray sc = upload_i32(cpu(), slots), sg = upload_i32(*cuda(), slots);
+  std::vector<float> inv(hd / 2);
+  for (int i = 0; i < hd / 2; ++i) inv[i] = std::pow(10000.f, -2.f * i / hd);
+  Pair invp = make_pair(1, hd / 2, DType::f32, inv);
+  Pair qn = make_pair(1, hd, DType::f32, randn(hd, 0.2f, 1.f));
+  Pair kn = make_pair(1, hd, DType::f32, randn(hd, 0.2f, 1.f));
+  KvLayerView kc{k.c.view.data, v.c.view.data, DType::bf16, nblocks, bs, nkv, hd};
+  KvLayerView kg{k.g.view.data, v.g.view.data, DType::bf16, nblocks, bs, nkv, hd};
+  cpu().qk_norm_rope(qkv.c.view, nh, nkv, hd, &qn.c.view, &kn.c.view, 1e-6f, pc.view.ptr<int32_t>(), invp.c.view);
+  cpu().kv_store(qkv.c.view, nh, nkv, hd, kc, sc.view.ptr<int32_t>());
+  cuda()->qk_norm_rope(qkv.g.view, nh, nkv, hd, &qn.g.view, &kn.g.view, 1e-6f, pg.view.ptr<int32_t>(), invp.g.view);
+  cuda()->kv_store(qkv.g.view, nh, nkv, hd, kg, sg.view.ptr<int32_t>());
+  EXPECT_LT(pair_err(qkv), kBf16Tol);
+  EXPECT_LT(pair_err(k), kBf16Tol);
+  EXPECT_EQ(pair_err(v), 0.0);
+}
+
 TEST(CudaOps, GatedAct) {
   TS_REQUIRE_CUDA();
   for (Activation act : {Activation::gelu_tanh, Activation::silu}) {

@@ -55,11 +55,13 @@ __global__ void __launch_bounds__(kThreads) attn_decode_kernel(AttnParams p, int
   __shared__ int is_last;
 
   const int s = blockIdx.z, kvh = blockIdx.y, x = blockIdx.x, tid = threadIdx.x;
-  if (p.seq_q_len[s] != 1) return;
+  // Three independent loads, then the branch; with one new token its position is kv_len - 1
+  // (BatchView: seq_kv_len is the last position + 1), which saves a dependent load.
+  const int q_len = p.seq_q_len[s], t = p.seq_q_start[s], kv_len = p.seq_kv_len[s];
+  if (q_len != 1) return;
   const int rep = p.nh / p.nkv;
-  const int t = p.seq_q_start[s];
-  const int pos = p.positions[t];
-  const int hi = min(pos, p.seq_kv_len[s] - 1);
+  const int pos = kv_len - 1;
+  const int hi = pos;
   const int lo = p.window > 0 ? max(0, pos - p.window + 1) : 0;
   bf16* out = static_cast<bf16*>(p.out) + static_cast<int64_t>(t) * p.out_stride +
               static_cast<int64_t>(kvh) * rep * HD;

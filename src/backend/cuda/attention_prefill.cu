@@ -107,11 +107,10 @@ __global__ void __launch_bounds__(kThreads)
   if (sp >= active) {
     if (nsplit > 1) {  // an empty split: weight 0 for every row in the merge
       const int64_t group = (static_cast<int64_t>(s) * p.nkv + kvh) * row_tiles + rt;
-      for (int r = tid; r < kBR; r += kThreads) {
-        float* pr = part + ((group * nsplit + sp) * kBR + r) * (HD + 2);
-        pr[HD] = -INFINITY;
-        pr[HD + 1] = 0.f;
-      }
+      // Zeros too, so that the merge can load every split unconditionally.
+      float* pr = part + (group * nsplit + sp) * kBR * (HD + 2);
+      for (int e = tid; e < kBR * (HD + 2); e += kThreads)
+        pr[e] = e % (HD + 2) == HD ? -INFINITY : 0.f;
     }
     return;
   }
@@ -334,12 +333,19 @@ __global__ void __launch_bounds__(256) attn_merge_kernel(AttnParams p, bool skip
     float acc[DPL];
 #pragma unroll
     for (int k = 0; k < DPL; ++k) acc[k] = 0.f;
-    for (int i = 0; i < nsplit; ++i) {
-      const float wi = __shfl_sync(0xffffffffu, w, i);
-      if (wi == 0.f) continue;  // an empty split: its row holds no output
-      const float* row = part + ((group * nsplit + i) * kBR + r) * (HD + 2) + lane * DPL;
+    // Every split's row is written (empty ones with zeros), so the loads need no branch and
+    // four splits' worth are in flight at once.
+    for (int i0 = 0; i0 < nsplit; i0 += 4) {
 #pragma unroll
-      for (int k = 0; k < DPL; ++k) acc[k] += wi * row[k];
+      for (int u = 0; u < 4; ++u) {
+        const int i = i0 + u;
+        if (i < nsplit) {
+          const float wi = __shfl_sync(0xffffffffu, w, i);
+          const float* row = part + ((group * nsplit + i) * kBR + r) * (HD + 2) + lane * DPL;
+#pragma unroll
+          for (int k = 0; k < DPL; ++k) acc[k] += wi * row[k];
+        }
+      }
     }
     bf16* o = static_cast<bf16*>(p.out) + static_cast<int64_t>(t) * p.out_stride +
               static_cast<int64_t>(h) * HD + lane * DPL;

@@ -105,6 +105,8 @@ class CudaBackend final : public ComputeBackend {
     controls_.gemv_max_m = linear_->gemv_max_m();
     if (std::getenv("TESSERA_CUDA_GRAPHS") && std::string(std::getenv("TESSERA_CUDA_GRAPHS")) == "0")
       controls_.graphs = false;
+    if (std::getenv("TESSERA_FUSE") && std::string(std::getenv("TESSERA_FUSE")) == "0")
+      controls_.fuse = false;
     progress_ = isatty(2) != 0;
   }
 
@@ -131,17 +133,21 @@ class CudaBackend final : public ComputeBackend {
     return std::make_unique<CudaBuffer>(bytes, what);
   }
   void copy_to_device(void* dst, const void* src, size_t bytes) override {
+    flush();
     TS_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_));
     TS_CUDA(cudaStreamSynchronize(stream_));
   }
   void copy_to_host(void* dst, const void* src, size_t bytes) override {
+    flush();
     TS_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_));
     TS_CUDA(cudaStreamSynchronize(stream_));
   }
-  void synchronize() override { TS_CUDA(cudaStreamSynchronize(stream_)); }
+  void synchronize() override {
+    flush(); TS_CUDA(cudaStreamSynchronize(stream_)); }
 
   std::unique_ptr<Weight> upload_weight(std::span<const TensorInfo* const> parts, DType dtype,
                                         const std::string& what) override {
+    flush();
     TS_ASSERT(!parts.empty());
     if (dtype != DType::f32 && dtype != DType::bf16)
       fail_arg("CUDA weights are stored as f32 or bf16, not " + std::string(dtype_name(dtype)));
@@ -187,6 +193,7 @@ class CudaBackend final : public ComputeBackend {
   }
 
   void scratch_reset() override {
+    flush();
     end_progress();
     if (staging_[0].size() != 0) {  // loading is over: give the staging memory back
       synchronize();
@@ -222,17 +229,21 @@ class CudaBackend final : public ComputeBackend {
   // --- ops ---
   void embed(const Weight& table, const int32_t* ids, int n, float scale, bool round,
              Tensor out) override {
+    flush();
     const auto& w = static_cast<const CudaWeight&>(table);
     cuda::embed(w.data(), w.dtype, w.rows, w.cols, ids, n, scale, round, out, stream_);
   }
   void rms_norm(Tensor x, Tensor w, float eps, Tensor out) override {
+    flush();
     cuda::rms_norm(x, w, eps, out, stream_);
   }
   void add_rms_norm(Tensor residual, Tensor y, const Tensor* w_y, const Tensor* w_out, float eps,
                     Tensor out) override {
+    flush();
     cuda::add_rms_norm(residual, y, w_y, w_out, eps, out, stream_);
   }
   void linear(Tensor x, const Weight& w, const Tensor* bias, Tensor out) override {
+    flush();
     const auto& cw = static_cast<const CudaWeight&>(w);
     linear_->set_force_path(controls_.linear_path);
     linear_->set_gemv_max_m(controls_.gemv_max_m);
@@ -242,21 +253,48 @@ class CudaBackend final : public ComputeBackend {
   void qk_norm_rope(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_norm,
                     const Tensor* k_norm, float eps, const int32_t* positions,
                     Tensor inv_freq) override {
-    cuda::qk_norm_rope(qkv, nh, nkv, hd, q_norm, k_norm, eps, positions, inv_freq, stream_);
+    flush();
+    rope_.on = true;
+    rope_.qkv = qkv;
+    rope_.nh = nh;
+    rope_.nkv = nkv;
+    rope_.hd = hd;
+    rope_.has_q = q_norm != nullptr;
+    rope_.has_k = k_norm != nullptr;
+    if (q_norm) rope_.q_norm = *q_norm;
+    if (k_norm) rope_.k_norm = *k_norm;
+    rope_.eps = eps;
+    rope_.positions = positions;
+    rope_.inv_freq = inv_freq;
   }
   void kv_store(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv,
                 const int32_t* slot_mapping) override {
+    if (rope_.on && controls_.fuse && rope_.qkv.data == qkv.data && rope_.qkv.rows == qkv.rows &&
+        rope_.qkv.stride == qkv.stride && rope_.nh == nh && rope_.nkv == nkv && rope_.hd == hd &&
+        qk_norm_rope_store_supported(qkv, kv)) {
+      rope_.on = false;
+      qk_norm_rope_store(qkv, nh, nkv, hd, rope_.has_q ? &rope_.q_norm : nullptr,
+                         rope_.has_k ? &rope_.k_norm : nullptr, rope_.eps, rope_.positions,
+                         rope_.inv_freq, kv, slot_mapping, stream_);
+      return;
+    }
+    flush();
     cuda::kv_store(qkv, nh, nkv, hd, kv, slot_mapping, stream_);
   }
   void attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv, const BatchView& b,
                  int group, float scale, int window, float softcap, Tensor out) override;
   void gated_act(Tensor gate_up, Activation act, Tensor out) override {
+    flush();
     cuda::gated_act(gate_up, act, out, stream_);
   }
   void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out) override {
+    flush();
     cuda::gather_rows(x, rows, n, out, stream_);
   }
-  void softcap(Tensor x, float cap) override { cuda::softcap(x, cap, stream_); }
+  void softcap(Tensor x, float cap) override {
+    flush();
+    cuda::softcap(x, cap, stream_);
+  }
   void sample(Tensor logits, const SampleBatch& batch, SampleOutput& out) override;
 
  private:
@@ -306,6 +344,24 @@ class CudaBackend final : public ComputeBackend {
     return static_cast<int*>(g.buf->data());
   }
 
+  // qk_norm_rope is deferred until the next op: when that op is the kv_store of the same qkv (as
+  // the decoder issues them), both run as one fused kernel; anything else launches it first.
+  struct PendingRope {
+    bool on = false;
+    Tensor qkv, q_norm, k_norm, inv_freq;
+    bool has_q = false, has_k = false;
+    int nh = 0, nkv = 0, hd = 0;
+    float eps = 0.f;
+    const int32_t* positions = nullptr;
+  } rope_;
+  void flush() {
+    if (!rope_.on) return;
+    rope_.on = false;
+    cuda::qk_norm_rope(rope_.qkv, rope_.nh, rope_.nkv, rope_.hd, rope_.has_q ? &rope_.q_norm : nullptr,
+                       rope_.has_k ? &rope_.k_norm : nullptr, rope_.eps, rope_.positions,
+                       rope_.inv_freq, stream_);
+  }
+
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<LinearOps> linear_;
   CudaBackendControls controls_;
@@ -347,6 +403,7 @@ class CudaBackend final : public ComputeBackend {
 };
 
 BatchView CudaBackend::upload(const HostBatch& b) {
+  flush();
   const int T = b.num_tokens(), S = b.num_seqs(), R = static_cast<int>(b.logit_rows.size());
   const int G = static_cast<int>(b.groups.size());
   TS_ASSERT(G <= kMaxKvGroups);
@@ -443,6 +500,7 @@ BatchView CudaBackend::upload(const HostBatch& b) {
 void CudaBackend::run_forward(const BatchView& b, const std::function<void()>& ops) {
   if (!controls_.graphs || !last_.graphable || last_.tokens != b.tokens) {
     ops();
+    flush();
     return;
   }
   GraphEntry& e = graphs_[last_.key];
@@ -458,6 +516,7 @@ void CudaBackend::run_forward(const BatchView& b, const std::function<void()>& o
   if (!e.warmed) {
     e.warmed = true;
     ops();
+    flush();
     return;
   }
   cudaGraph_t graph = nullptr;
@@ -465,7 +524,9 @@ void CudaBackend::run_forward(const BatchView& b, const std::function<void()>& o
   capturing_ = true;
   try {
     ops();
+    flush();
   } catch (...) {
+    rope_.on = false;
     capturing_ = false;
     cudaStreamEndCapture(stream_, &graph);
     if (graph) cudaGraphDestroy(graph);
@@ -482,6 +543,7 @@ void CudaBackend::run_forward(const BatchView& b, const std::function<void()>& o
     cudaGraphExecDestroy(e.exec);
     e.exec = nullptr;
     ops();
+    flush();
     return;
   }
   TS_CUDA(cudaGraphLaunch(e.exec, stream_));
@@ -490,6 +552,7 @@ void CudaBackend::run_forward(const BatchView& b, const std::function<void()>& o
 void CudaBackend::attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv,
                             const BatchView& b, int group, float scale, int window, float softcap,
                             Tensor out) {
+  flush();
   const auto& g = b.groups[group];
   AttnParams p;
   p.qkv = qkv.data;
@@ -546,6 +609,7 @@ void CudaBackend::attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerVi
 }
 
 void CudaBackend::sample(Tensor logits, const SampleBatch& batch, SampleOutput& out) {
+  flush();
   const int R = static_cast<int>(batch.rows.size());
   const int V = static_cast<int>(logits.cols);
   if (R > logits.rows)

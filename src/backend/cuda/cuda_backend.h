@@ -12,6 +12,7 @@ struct CudaBackendControls {
   bool graphs = true;   // capture decode steps as CUDA graphs
   int linear_path = 0;  // 0 auto, 1 GEMV, 2 cuBLASLt, 3 tiled fallback (see LinearOps)
   int gemv_max_m = 8;   // auto: GEMV for M <= this
+  bool fuse = true;     // qk_norm_rope + kv_store in one kernel when issued back to back
 };
 
 // nullptr when `b` is not the CUDA backend.

@@ -11,18 +11,33 @@ namespace {
 
 constexpr int kMaxPairsPerLane = 8;  // hd <= 512
 
-template <class T>
+// kStore: also write each token's k (after the rotation) and v into the paged cache at
+// slots[t] (the kv_store that follows, fused: one launch and no re-read of k and v); the extra
+// nkv warps per token copy the v heads.
+template <class T, bool kStore>
 __global__ void qk_norm_rope_kernel(T* __restrict__ qkv, int64_t stride, int T_rows, int nh,
                                     int nkv, int hd, const float* __restrict__ q_norm,
                                     const float* __restrict__ k_norm, float eps,
                                     const int32_t* __restrict__ positions,
-                                    const float* __restrict__ inv_freq) {
+                                    const float* __restrict__ inv_freq, T* __restrict__ kc,
+                                    T* __restrict__ vc, const int32_t* __restrict__ slots) {
   const int warp = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
-  const int heads = nh + nkv;
+  const int heads = nh + nkv + (kStore ? nkv : 0);
   if (warp >= T_rows * heads) return;
   const int t = warp / heads, h = warp % heads;
   const int half = hd / 2;
+  if (kStore && h >= nh + nkv) {  // a v head: copy it into the cache
+    pdl_wait();
+    pdl_trigger();
+    const int64_t slot = slots[t];
+    if (slot < 0) return;
+    const int kvh = h - nh - nkv;
+    const T* src = qkv + static_cast<int64_t>(t) * stride + static_cast<int64_t>(h) * hd;
+    T* dst = vc + (slot * nkv + kvh) * hd;
+    for (int j = lane; j < hd; j += 32) dst[j] = src[j];
+    return;
+  }
   // Weights and frequencies first (nothing writes them), then wait for the previous kernel.
   const float* nw = h < nh ? q_norm : k_norm;
   float fa[kMaxPairsPerLane], fb[kMaxPairsPerLane], inv[kMaxPairsPerLane];
@@ -69,8 +84,17 @@ __global__ void qk_norm_rope_kernel(T* __restrict__ qkv, int64_t stride, int T_r
       const float ang = pos * inv[k];
       float s, c;
       sincosf(ang, &s, &c);
-      x[j] = from_f32<T>(a[k] * c - b[k] * s);
-      x[j + half] = from_f32<T>(b[k] * c + a[k] * s);
+      const T lo = from_f32<T>(a[k] * c - b[k] * s), hi = from_f32<T>(b[k] * c + a[k] * s);
+      x[j] = lo;
+      x[j + half] = hi;
+      if (kStore && h >= nh) {
+        const int64_t slot = slots[t];
+        if (slot >= 0) {
+          T* dst = kc + (slot * nkv + (h - nh)) * hd;
+          dst[j] = lo;
+          dst[j + half] = hi;
+        }
+      }
     }
   }
 }
@@ -86,10 +110,36 @@ void qk_norm_rope(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_norm, con
   const long long warps = qkv.rows * (nh + nkv);
   dispatch_float(qkv.dtype, [&](auto tv) {
     using T = decltype(tv);
-    launch(qk_norm_rope_kernel<T>, ceil_div(warps, 4), 128, 0, st, "rope", qkv.ptr<T>(), qkv.stride, static_cast<int>(qkv.rows), nh, nkv, hd,
-        q_norm ? q_norm->ptr<const float>() : nullptr,
-        k_norm ? k_norm->ptr<const float>() : nullptr, eps, positions, inv_freq.ptr<const float>());
-    TS_CUDA_LAUNCH("qk_norm_rope");
+    launch(qk_norm_rope_kernel<T, false>, ceil_div(warps, 4), 128, 0, st, "rope", qkv.ptr<T>(),
+           qkv.stride, static_cast<int>(qkv.rows), nh, nkv, hd,
+           q_norm ? q_norm->ptr<const float>() : nullptr,
+           k_norm ? k_norm->ptr<const float>() : nullptr, eps, positions,
+           inv_freq.ptr<const float>(), static_cast<T*>(nullptr), static_cast<T*>(nullptr),
+           static_cast<const int32_t*>(nullptr));
+  });
+}
+
+bool qk_norm_rope_store_supported(Tensor qkv, const KvLayerView& kv) {
+  return qkv.dtype == kv.dtype && (qkv.dtype == DType::bf16 || qkv.dtype == DType::f32);
+}
+
+void qk_norm_rope_store(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_norm,
+                        const Tensor* k_norm, float eps, const int32_t* positions,
+                        Tensor inv_freq, const KvLayerView& kv, const int32_t* slot_mapping,
+                        cudaStream_t st) {
+  if (qkv.rows == 0) return;
+  if (hd % 2 != 0 || hd > 2 * 32 * kMaxPairsPerLane)
+    throw Error(ErrorKind::unsupported, "CUDA qk_norm_rope: head_dim " + std::to_string(hd) +
+                                            " is not supported (even, at most 512)");
+  const long long warps = qkv.rows * (nh + 2 * nkv);
+  dispatch_float(qkv.dtype, [&](auto tv) {
+    using T = decltype(tv);
+    launch(qk_norm_rope_kernel<T, true>, ceil_div(warps, 4), 128, 0, st, "rope + kv store",
+           qkv.ptr<T>(), qkv.stride, static_cast<int>(qkv.rows), nh, nkv, hd,
+           q_norm ? q_norm->ptr<const float>() : nullptr,
+           k_norm ? k_norm->ptr<const float>() : nullptr, eps, positions,
+           inv_freq.ptr<const float>(), static_cast<T*>(kv.k), static_cast<T*>(kv.v),
+           slot_mapping);
   });
 }
 
