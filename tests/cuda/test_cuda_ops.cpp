@@ -253,6 +253,40 @@ TEST(CudaOps, LinearAllPaths) {
 }
 #endif
 
+// A GEMV followed by an add_rms_norm of its output runs as one kernel on CUDA (the GEMV's last
+// block does the norm): residual and normed output must match the two CPU ops, with and without
+// the norm on y and on the output.
+TEST(CudaOps, GemvThenAddRmsNormFused) {
+  TS_REQUIRE_CUDA();
+  for (int M : {1, 2, 5}) {
+    for (int variant = 0; variant < 3; ++variant) {
+      const int N = 1152, K = variant == 2 ? 6912 : 1024;
+      WeightPair w = make_weight(N, K, DType::bf16);
+      Pair x = random_pair(M, K, DType::bf16);
+      Pair y = random_pair(M, N, DType::bf16);
+      Pair res = random_pair(M, N, DType::f32, 2.f);
+      Pair wy = make_pair(1, N, DType::f32, randn(N, 0.2f, 1.f));
+      Pair wo = make_pair(1, N, DType::f32, randn(N, 0.2f, 1.f));
+      Pair h = random_pair(M, N, DType::bf16);
+      poison(y);
+      poison(h);
+      const Tensor* wyc = variant == 1 ? nullptr : &wy.c.view;
+      const Tensor* wyg = variant == 1 ? nullptr : &wy.g.view;
+      const Tensor* woc = variant == 2 ? nullptr : &wo.c.view;
+      const Tensor* wog = variant == 2 ? nullptr : &wo.g.view;
+      cpu().linear(x.c.view, *w.c, nullptr, y.c.view);
+      cpu().add_rms_norm(res.c.view, y.c.view, wyc, woc, 1e-6f, h.c.view);
+      cuda()->linear(x.g.view, *w.g, nullptr, y.g.view);
+      cuda()->add_rms_norm(res.g.view, y.g.view, wyg, wog, 1e-6f, h.g.view);
+      EXPECT_LT(pair_err(y), kBf16Tol) << "M " << M << " variant " << variant;
+      EXPECT_LT(pair_err(res), kBf16Tol) << "M " << M << " variant " << variant;
+      if (woc) {
+        EXPECT_LT(pair_err(h), kBf16Tol) << "M " << M << " variant " << variant;
+      }
+    }
+  }
+}
+
 TEST(CudaOps, LinearF32WeightsAndStridedInput) {
   TS_REQUIRE_CUDA();
   WeightPair w = make_weight(300, 200, DType::f32);

@@ -239,6 +239,25 @@ class CudaBackend final : public ComputeBackend {
   }
   void add_rms_norm(Tensor residual, Tensor y, const Tensor* w_y, const Tensor* w_out, float eps,
                     Tensor out) override {
+    if (lin_.on && y.data == lin_.out.data && y.dtype == DType::bf16 && y.rows == lin_.x.rows &&
+        y.stride == lin_.out.stride && y.cols == lin_.out.cols && residual.rows == y.rows &&
+        residual.cols == y.cols && (!w_out || out.dtype == DType::bf16)) {
+      // The GEMV that produced y runs this add_rms_norm in its last block: one launch less.
+      NormEpilogue ep;
+      ep.res = residual.ptr<float>();
+      ep.res_stride = residual.stride;
+      ep.w_y = w_y ? w_y->ptr<const float>() : nullptr;
+      ep.w_out = w_out ? w_out->ptr<const float>() : nullptr;
+      ep.eps = eps;
+      ep.h = w_out ? out.ptr<bf16>() : nullptr;
+      ep.h_stride = w_out ? out.stride : 0;
+      ep.counter = zeroed_counters(fuse_counter_, fuse_counter_count_, 1);
+      const PendingLinear l = lin_;
+      lin_.on = false;
+      linear_->linear(l.x, l.w->data(), l.w->dtype, l.w->rows, l.w->cols, l.bias, l.out, stream_,
+                      &ep);
+      return;
+    }
     flush();
     cuda::add_rms_norm(residual, y, w_y, w_out, eps, out, stream_);
   }
@@ -247,6 +266,10 @@ class CudaBackend final : public ComputeBackend {
     const auto& cw = static_cast<const CudaWeight&>(w);
     linear_->set_force_path(controls_.linear_path);
     linear_->set_gemv_max_m(controls_.gemv_max_m);
+    if (controls_.fuse && linear_->gemv_fusable(x, cw.data(), cw.dtype, cw.rows, cw.cols, out)) {
+      lin_ = PendingLinear{true, x, &cw, bias ? bias->ptr<const float>() : nullptr, out};
+      return;  // an add_rms_norm on its output may follow: see add_rms_norm
+    }
     linear_->linear(x, cw.data(), cw.dtype, cw.rows, cw.cols,
                     bias ? bias->ptr<const float>() : nullptr, out, stream_);
   }
@@ -354,7 +377,22 @@ class CudaBackend final : public ComputeBackend {
     float eps = 0.f;
     const int32_t* positions = nullptr;
   } rope_;
+  // A GEMV whose output an add_rms_norm may consume next is deferred the same way.
+  struct PendingLinear {
+    bool on = false;
+    Tensor x;
+    const CudaWeight* w = nullptr;
+    const float* bias = nullptr;
+    Tensor out;
+  } lin_;
+  GrowBuffer fuse_counter_;
+  size_t fuse_counter_count_ = 0;
   void flush() {
+    if (lin_.on) {
+      lin_.on = false;
+      linear_->linear(lin_.x, lin_.w->data(), lin_.w->dtype, lin_.w->rows, lin_.w->cols, lin_.bias,
+                      lin_.out, stream_);
+    }
     if (!rope_.on) return;
     rope_.on = false;
     cuda::qk_norm_rope(rope_.qkv, rope_.nh, rope_.nkv, rope_.hd, rope_.has_q ? &rope_.q_norm : nullptr,
@@ -527,6 +565,7 @@ void CudaBackend::run_forward(const BatchView& b, const std::function<void()>& o
     flush();
   } catch (...) {
     rope_.on = false;
+    lin_.on = false;
     capturing_ = false;
     cudaStreamEndCapture(stream_, &graph);
     if (graph) cudaGraphDestroy(graph);

@@ -1,6 +1,7 @@
 // Linear layers: cuBLASLt for bf16 GEMMs, a GEMV kernel for decode-sized M, a tiled fallback.
 // ref: cpu/linear.cpp (the contract; fp32 accumulation, one rounding on the store).
 #include <cstdlib>
+#include <type_traits>
 #include <string>
 
 #include "backend/cuda/cuda_common.h"
@@ -48,11 +49,40 @@ __device__ __forceinline__ float dot8(uint4 w, uint4 x) {
 // from L1. Few registers, so 6-8 blocks share an SM and many bytes stay in flight.
 constexpr int kU = 8;
 
+// One row of add_rms_norm by a whole block (256 threads), y read from L2 (other blocks of this
+// kernel wrote it). Same operation order as norm.cu's add_rms_norm_kernel.
+__device__ void block_add_rms_norm_row(float* __restrict__ xr, const bf16* yr,
+                                       const float* __restrict__ w_y,
+                                       const float* __restrict__ w_out, float eps,
+                                       bf16* __restrict__ hr, int n, float* red) {
+  float inv_y = 1.f;
+  if (w_y) {
+    float ss = 0.f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+      const float a = __bfloat162float(__ldcg(yr + i));
+      ss += a * a;
+    }
+    ss = block_sum(ss, red);
+    inv_y = 1.0f / sqrtf(ss / static_cast<float>(n) + eps);
+  }
+  float ss = 0.f;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    const float a = __bfloat162float(__ldcg(yr + i));
+    const float v = xr[i] + (w_y ? a * inv_y * w_y[i] : a);
+    xr[i] = v;
+    ss += v * v;
+  }
+  if (!w_out) return;
+  ss = block_sum(ss, red);
+  const float inv = 1.0f / sqrtf(ss / static_cast<float>(n) + eps);
+  for (int i = threadIdx.x; i < n; i += blockDim.x) hr[i] = __float2bfloat16_rn(xr[i] * inv * w_out[i]);
+}
+
 template <int M, class TO>
-__global__ void __launch_bounds__(256, M == 1 ? 4 : M <= 4 ? 2 : 1) gemv_kernel(const bf16* __restrict__ W, int64_t N, int K8,
-                                                   const bf16* __restrict__ x, int64_t xs,
-                                                   const float* __restrict__ bias,
-                                                   TO* __restrict__ out, int64_t os, int wpr) {
+__global__ void __launch_bounds__(256, M == 1 ? 4 : M <= 4 ? 2 : 1)
+    gemv_kernel(const bf16* __restrict__ W, int64_t N, int K8, const bf16* __restrict__ x,
+                int64_t xs, const float* __restrict__ bias, TO* __restrict__ out, int64_t os,
+                int wpr, NormEpilogue ep) {
   __shared__ float red[8][M];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * (8 / wpr) + warp / wpr;
@@ -97,24 +127,41 @@ __global__ void __launch_bounds__(256, M == 1 ? 4 : M <= 4 ? 2 : 1) gemv_kernel(
       for (int m = 0; m < M; ++m) red[warp][m] = acc[m];
     }
     __syncthreads();
-    if (slice != 0) return;
+    if (slice == 0) {
 #pragma unroll
-    for (int m = 0; m < M; ++m) {
-      float t = 0.f;
-      for (int j = 0; j < wpr; ++j) t += red[warp + j][m];
-      acc[m] = t;
+      for (int m = 0; m < M; ++m) {
+        float t = 0.f;
+        for (int j = 0; j < wpr; ++j) t += red[warp + j][m];
+        acc[m] = t;
+      }
     }
   }
-  if (lane == 0 && row < N) {
+  if (slice == 0 && lane == 0 && row < N) {
     const float b = bias ? bias[row] : 0.f;
 #pragma unroll
     for (int m = 0; m < M; ++m) out[m * os + row] = from_f32<TO>(acc[m] + b);
+  }
+  if constexpr (std::is_same_v<TO, bf16>) {
+    if (ep.res == nullptr) return;
+    // The last block to finish runs the add_rms_norm over the complete output rows.
+    __shared__ int is_last;
+    __shared__ float nred[32];
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) is_last = atomicAdd(ep.counter, 1) == static_cast<int>(gridDim.x) - 1;
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    for (int m = 0; m < M; ++m)
+      block_add_rms_norm_row(ep.res + m * ep.res_stride, out + m * os, ep.w_y, ep.w_out, ep.eps,
+                             ep.h ? ep.h + m * ep.h_stride : nullptr, static_cast<int>(N), nred);
+    if (threadIdx.x == 0) *ep.counter = 0;
   }
 }
 
 template <class TO>
 void launch_gemv(int M, const bf16* W, int64_t N, int64_t K, const bf16* x, int64_t xs,
-                 const float* bias, TO* out, int64_t os, cudaStream_t st) {
+                 const float* bias, TO* out, int64_t os, cudaStream_t st, NormEpilogue ep) {
   const int K8 = static_cast<int>(K / 8);
   int wpr = 1;
   while (wpr < 8 && N * wpr < 8192 && K8 / (wpr * 2) >= 64) wpr *= 2;
@@ -122,7 +169,7 @@ void launch_gemv(int M, const bf16* W, int64_t N, int64_t K, const bf16* x, int6
 #define TS_GEMV_CASE(m_)                                                                      \
   case m_:                                                                                    \
     launch(gemv_kernel<m_, TO>, grid, 256, 0, st, "linear (gemv)", W, N, K8, x, xs, bias, out, \
-           os, wpr);                                                                          \
+           os, wpr, ep);                                                                      \
     break;
   switch (M) {
     TS_GEMV_CASE(1)
@@ -242,11 +289,9 @@ void LinearOps::lt_matmul(Tensor x, const void* w, int64_t N, int64_t K, Tensor 
            "matmul");
 }
 
-void LinearOps::linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, const float* bias,
-                       Tensor out, cudaStream_t st) {
+int LinearOps::choose_path(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K,
+                           Tensor out) const {
   const int64_t M = x.rows;
-  if (M == 0 || N == 0) return;
-  TS_ASSERT(x.cols == K && out.cols == N && out.rows >= M);
   const bool bf = w_dt == DType::bf16 && x.dtype == DType::bf16 &&
                   (out.dtype == DType::bf16 || out.dtype == DType::f32);
   const bool aligned8 = K % 8 == 0 && x.stride % 8 == 0 && alignment_of(x.data) >= 16 &&
@@ -254,25 +299,35 @@ void LinearOps::linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K
   const bool gemv_ok = bf && aligned8 && M <= kMaxGemvM;
   const bool lt_ok = bf && aligned8 && out.stride % (out.dtype == DType::f32 ? 4 : 8) == 0 &&
                      alignment_of(out.data) >= 16;
-  int path = 3;
-  if (force_path_ == 1 && gemv_ok) {
-    path = 1;
-  } else if (force_path_ == 2 && lt_ok) {
-    path = 2;
-  } else if (force_path_ == 0) {
-    // GEMV where it beat cuBLASLt in bench/NOTES-cuda.md: small layers up to gemv_max_m rows,
-    // large ones (> 4M weights) at M <= 2, never the LM head (cuBLASLt reads it at 4.1 TB/s).
-    const bool gemv_wins = M <= gemv_max_m_ && N < 65536 &&
-                           (static_cast<double>(N) * K <= 4e6 || M <= 2);
-    path = gemv_ok && (gemv_wins || !lt_ok) ? 1 : lt_ok ? 2 : 3;
-  }
+  if (force_path_ == 1 && gemv_ok) return 1;
+  if (force_path_ == 2 && lt_ok) return 2;
+  if (force_path_ != 0) return 3;
+  // GEMV where it beat cuBLASLt in bench/NOTES-cuda.md: small layers up to gemv_max_m rows,
+  // large ones (> 4M weights) at M <= 2, never the LM head (cuBLASLt reads it at 4.1 TB/s).
+  const bool gemv_wins = M <= gemv_max_m_ && N < 65536 &&
+                         (static_cast<double>(N) * K <= 4e6 || M <= 2);
+  return gemv_ok && (gemv_wins || !lt_ok) ? 1 : lt_ok ? 2 : 3;
+}
+
+bool LinearOps::gemv_fusable(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K,
+                             Tensor out) const {
+  return x.rows > 0 && out.dtype == DType::bf16 && choose_path(x, w, w_dt, N, K, out) == 1;
+}
+
+void LinearOps::linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, const float* bias,
+                       Tensor out, cudaStream_t st, const NormEpilogue* ep) {
+  const int64_t M = x.rows;
+  if (M == 0 || N == 0) return;
+  TS_ASSERT(x.cols == K && out.cols == N && out.rows >= M);
+  const int path = choose_path(x, w, w_dt, N, K, out);
+  TS_ASSERT(!ep || (path == 1 && out.dtype == DType::bf16));
   if (path == 1) {
     if (out.dtype == DType::f32) {
       launch_gemv<float>(static_cast<int>(M), static_cast<const bf16*>(w), N, K, x.ptr<const bf16>(),
-                         x.stride, bias, out.ptr<float>(), out.stride, st);
+                         x.stride, bias, out.ptr<float>(), out.stride, st, NormEpilogue{});
     } else {
       launch_gemv<bf16>(static_cast<int>(M), static_cast<const bf16*>(w), N, K, x.ptr<const bf16>(),
-                        x.stride, bias, out.ptr<bf16>(), out.stride, st);
+                        x.stride, bias, out.ptr<bf16>(), out.stride, st, ep ? *ep : NormEpilogue{});
     }
     return;
   }

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "backend/backend.h"
+#include "backend/cuda/cuda_common.h"
 #include "backend/cuda/cuda_memory.h"
 
 namespace tessera::cuda {
@@ -22,6 +23,20 @@ struct CudaWeight : Weight {
   const void* data() const { return buffer->data(); }
 };
 
+// The add_rms_norm that follows a GEMV on the same rows (the decoder's o-proj and down-proj):
+// run by the GEMV's last block once every output is written, with the add_rms_norm contract
+// (res += w_y ? norm(out) * w_y : out; h = norm(res) * w_out when w_out).
+struct NormEpilogue {
+  float* res = nullptr;
+  int64_t res_stride = 0;
+  const float* w_y = nullptr;
+  const float* w_out = nullptr;
+  float eps = 0.f;
+  bf16* h = nullptr;
+  int64_t h_stride = 0;
+  int* counter = nullptr;  // zero before, left zero
+};
+
 class LinearOps {
  public:
   LinearOps();
@@ -30,7 +45,10 @@ class LinearOps {
   LinearOps& operator=(const LinearOps&) = delete;
 
   void linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, const float* bias,
-              Tensor out, cudaStream_t st);
+              Tensor out, cudaStream_t st, const NormEpilogue* ep = nullptr);
+  // Whether linear() takes the GEMV path for this call with a bf16 output, so that a following
+  // add_rms_norm can ride on it as a NormEpilogue.
+  bool gemv_fusable(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, Tensor out) const;
 
   // Which path: 0 auto, 1 always GEMV (when eligible), 2 always cuBLASLt (when eligible),
   // 3 always the tiled fallback. For the op tests and the crossover benchmark.
@@ -47,6 +65,7 @@ class LinearOps {
   using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int, int>;
   Plan& plan(int64_t M, int64_t N, int64_t K, int64_t ldx, int64_t ldo, DType out_dt, int al_w,
              int al_x, int al_o);
+  int choose_path(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, Tensor out) const;
   void lt_matmul(Tensor x, const void* w, int64_t N, int64_t K, Tensor out, cudaStream_t st);
 
   cublasLtHandle_t handle_ = nullptr;
