@@ -19,7 +19,7 @@ set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-check}
 mkdir -p "$OUT"
-BIN="" BENCH=1 PEER=1 PEER_REPS=3 SANITIZER=1 PROFILE=0 QUICK=0
+BIN="" BENCH=1 PEER=1 PEER_REPS=3 SANITIZER=1 PROFILE=0 QUICK=0 AB=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) BIN=$2; shift 2 ;;
@@ -29,6 +29,7 @@ while [ $# -gt 0 ]; do
     --no-sanitizer) SANITIZER=0; shift ;;
     --profile) PROFILE=1; shift ;;
     --quick) QUICK=1; shift ;;  # no transformers comparisons, no ceilings or crossover
+    --ab) AB=1; shift ;;        # decode_b1 with the fusions off and on, alternately, into bench.log
     *) echo "gpu-check.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -118,6 +119,13 @@ if [ $BENCH -eq 1 ] && [ -n "$GBENCH" ]; then
   rc=$?
   cat "$OUT/bench.log" | grep -v '^{' >>"$LOG"
   [ $rc -eq 0 ] && record "tessera_gpu_bench" PASS "" || record "tessera_gpu_bench" FAIL "rc $rc, see bench.log"
+fi
+if [ $AB -eq 1 ] && [ -n "$GBENCH" ]; then
+  for f in 0 1 0 1; do
+    echo "---- TESSERA_FUSE=$f" >>"$OUT/bench.log"
+    TESSERA_FUSE=$f timeout 60 "$GBENCH" --model $G1B --only decode_b1,ttft_512 --no-ceilings 2>&1 | \
+      grep -E "^(decode_b1|ttft_512)" >>"$OUT/bench.log"
+  done
 fi
 if [ $PEER -eq 1 ]; then
   PYTHONUNBUFFERED=1 timeout 240 python3 bench/hf_peer.py --model $G1B --reps "$PEER_REPS" >"$OUT/hf_peer.json" 2>>"$LOG"

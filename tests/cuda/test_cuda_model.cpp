@@ -4,6 +4,7 @@
 // eager decode, and a memory limit that fails the load cleanly.
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "cuda_test_util.h"
@@ -112,7 +113,21 @@ void batch_equals_single(bool graphs) {
   }
   for (size_t i = 0; i < ls.size(); ++i) {
     EXPECT_LT(rel_err(lm[i], ls[i]), 1e-2) << "step " << i << (graphs ? " (graphs)" : " (eager)");
-    EXPECT_EQ(argmax(lm[i]), argmax(ls[i])) << "step " << i;
+    // The batch runs other GEMM shapes (bf16 rounding differs slightly), so the argmax must agree
+    // only where the top two logits are further apart than twice the largest difference.
+    float dmax = 0.f, top = -INFINITY, second = -INFINITY;
+    for (size_t j = 0; j < ls[i].size(); ++j) {
+      dmax = std::max(dmax, std::fabs(lm[i][j] - ls[i][j]));
+      if (ls[i][j] > top) {
+        second = top;
+        top = ls[i][j];
+      } else if (ls[i][j] > second) {
+        second = ls[i][j];
+      }
+    }
+    if (top - second > 2 * dmax) {
+      EXPECT_EQ(argmax(lm[i]), argmax(ls[i])) << "step " << i;
+    }
   }
 #ifdef TESSERA_HAVE_CUDA
   cuda::cuda_controls(*cuda())->graphs = true;
