@@ -107,6 +107,8 @@ class CudaBackend final : public ComputeBackend {
       controls_.graphs = false;
     if (std::getenv("TESSERA_FUSE") && std::string(std::getenv("TESSERA_FUSE")) == "0")
       controls_.fuse = false;
+    if (std::getenv("TESSERA_FUSE_NORM") && std::string(std::getenv("TESSERA_FUSE_NORM")) == "1")
+      controls_.fuse_norm = true;
     progress_ = isatty(2) != 0;
   }
 
@@ -266,7 +268,8 @@ class CudaBackend final : public ComputeBackend {
     const auto& cw = static_cast<const CudaWeight&>(w);
     linear_->set_force_path(controls_.linear_path);
     linear_->set_gemv_max_m(controls_.gemv_max_m);
-    if (controls_.fuse && linear_->gemv_fusable(x, cw.data(), cw.dtype, cw.rows, cw.cols, out)) {
+    if (controls_.fuse_norm &&
+        linear_->gemv_fusable(x, cw.data(), cw.dtype, cw.rows, cw.cols, out)) {
       lin_ = PendingLinear{true, x, &cw, bias ? bias->ptr<const float>() : nullptr, out};
       return;  // an add_rms_norm on its output may follow: see add_rms_norm
     }
@@ -789,7 +792,7 @@ std::string cuda_device_description() {
   if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&p, dev) != cudaSuccess)
     return "unknown GPU";
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%s, sm_%d%d, %d SMs, %.1f GiB", p.name, p.major, p.minor,
+  std::snprintf(buf, sizeof buf, "%.200s, sm_%d%d, %d SMs, %.1f GiB", p.name, p.major, p.minor,
                 p.multiProcessorCount, static_cast<double>(p.totalGlobalMem) / (1u << 30));
   return buf;
 }

@@ -13,6 +13,9 @@ struct CudaBackendControls {
   int linear_path = 0;  // 0 auto, 1 GEMV, 2 cuBLASLt, 3 tiled fallback (see LinearOps)
   int gemv_max_m = 8;   // auto: GEMV for M <= this
   bool fuse = true;     // qk_norm_rope + kv_store in one kernel when issued back to back
+  // add_rms_norm run by the last block of the GEMV before it (decode-sized batches). Correct but
+  // measured 13% slower on decode_b1 (bench/NOTES-cuda.md, run 6): off unless asked for.
+  bool fuse_norm = false;
 };
 
 // nullptr when `b` is not the CUDA backend.
