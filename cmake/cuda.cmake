@@ -1,4 +1,10 @@
 # Optional CUDA backend: found when a toolkit is present, CPU-only otherwise.
+
+# sources.cmake's recursive glob of src/backend/ also picks up src/backend/cuda/*.cpp: those
+# belong to tessera_cuda (below) alone, and need the CUDA headers.
+get_target_property(_tessera_sources tessera SOURCES)
+list(FILTER _tessera_sources EXCLUDE REGEX "/src/backend/cuda/")
+set_target_properties(tessera PROPERTIES SOURCES "${_tessera_sources}")
 set(TESSERA_HAVE_CUDA OFF)
 if(NOT TESSERA_CUDA STREQUAL "OFF")
   include(CheckLanguage)

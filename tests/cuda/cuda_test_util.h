@@ -45,7 +45,9 @@ inline std::vector<float> randn(size_t n, float scale = 1.f, float mean = 0.f) {
 }
 
 // The value as stored in dtype dt (bf16 rounding).
-inline float as_dtype(float v, DType dt) { return dt == DType::bf16 ? round_bf16(v) : v; }
+inline float as_dtype(float v, DType dt) {
+  return dt == DType::bf16 ? round_bf16(v) : v;
+}
 
 inline std::vector<char> encode(const std::vector<float>& v, DType dt) {
   std::vector<char> b(v.size() * dtype_size(dt));
@@ -102,7 +104,8 @@ inline Pair random_pair(int64_t rows, int64_t cols, DType dt, float scale = 1.f)
 
 // Fills both copies with NaN (0xff bytes are NaN in f32 and bf16).
 inline void poison(Pair& p) {
-  std::vector<char> ff(static_cast<size_t>(p.rows * p.cols) * dtype_size(p.dt), static_cast<char>(0xff));
+  std::vector<char> ff(static_cast<size_t>(p.rows * p.cols) * dtype_size(p.dt),
+                       static_cast<char>(0xff));
   cpu().copy_to_device(p.c.view.data, ff.data(), ff.size());
   cuda()->copy_to_device(p.g.view.data, ff.data(), ff.size());
 }

@@ -119,7 +119,7 @@ void run_case(const AttnCase& c, bool graphs_off = true) {
 }
 
 const std::vector<SeqSpec> kMixed = {{600, 600}, {1, 1000}, {37, 700}, {1, 5},
-                                     {1, 3000}, {2, 2},     {130, 130}};
+                                     {1, 3000},  {2, 2},    {130, 130}};
 
 TEST(CudaAttention, GemmaShapeMixedBatchFullAndSliding) {
   TS_REQUIRE_CUDA();
@@ -159,7 +159,12 @@ TEST(CudaAttention, PaddedDecodeBucketAttendsToNothing) {
   TS_REQUIRE_CUDA();
   // Three sequences pad to a bucket of four: the padding row must come out as zeros.
   run_case({4, 1, 256, 512, 0.f, DType::bf16, {{1, 700}, {1, 20}, {1, 513}}}, false);
-  run_case({4, 1, 256, 0, 0.f, DType::bf16,
+  run_case({4,
+            1,
+            256,
+            0,
+            0.f,
+            DType::bf16,
             {{1, 9}, {1, 20}, {1, 33}, {1, 44}, {1, 55}, {1, 66}, {1, 77}, {1, 88}, {1, 99}}},
            false);
 }

@@ -8,10 +8,10 @@
 #include <filesystem>
 
 #include "cuda_test_util.h"
-#include "tessera/error.h"
 #include "engine/direct_runner.h"
 #include "models/model.h"
 #include "models/presets.h"
+#include "tessera/error.h"
 #ifdef TESSERA_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
 #endif
@@ -23,7 +23,8 @@ namespace fs = std::filesystem;
 
 const std::string& tiny_dir() {
   static const std::string dir = [] {
-    std::string d = (fs::temp_directory_path() / ("tessera_cuda_tiny_" + std::to_string(::getpid()))).string();
+    std::string d =
+        (fs::temp_directory_path() / ("tessera_cuda_tiny_" + std::to_string(::getpid()))).string();
     MakeModelOptions o;
     o.preset = "gemma3-tiny";
     o.out_dir = d;
@@ -73,8 +74,10 @@ TEST(CudaModel, TinyLogitsMatchCpu) {
     agree += argmax(lg[r]) == argmax(lc[r]);
   }
   const double err = rel_err(fg, fc);
-  std::printf("tiny model, 100 positions: CUDA (bf16 activations) vs CPU (f32): rel err %.3e, "
-              "argmax agreement %d/%zu\n", err, agree, lg.size());
+  std::printf(
+      "tiny model, 100 positions: CUDA (bf16 activations) vs CPU (f32): rel err %.3e, "
+      "argmax agreement %d/%zu\n",
+      err, agree, lg.size());
   EXPECT_LT(err, 3e-2);
   EXPECT_GE(agree, static_cast<int>(lg.size()) * 9 / 10);
   // Decode steps continue from the cache on both.
@@ -106,8 +109,10 @@ void batch_equals_single(bool graphs) {
   for (size_t i = 0; i < forced.size(); ++i) {
     std::vector<std::vector<int32_t>> s{{forced[i]}};
     ls.push_back(solo.step(s, false)[0][0]);
-    std::vector<std::vector<int32_t>> m{{forced[i]}, {forced[(i + 3) % forced.size()]},
-                                        i < 10 ? std::vector<int32_t>{forced[i]} : std::vector<int32_t>{}};
+    std::vector<std::vector<int32_t>> m{
+        {forced[i]},
+        {forced[(i + 3) % forced.size()]},
+        i < 10 ? std::vector<int32_t>{forced[i]} : std::vector<int32_t>{}};
     if (i == 5) m[1] = random_tokens(7);  // B takes a prefill chunk mid-way: a mixed batch
     lm.push_back(many.step(m, false)[0][0]);
   }

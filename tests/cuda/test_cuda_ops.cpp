@@ -27,14 +27,18 @@ namespace {
 constexpr double kBf16Tol = 1e-2;
 
 DeviceArray upload_i32(ComputeBackend& be, const std::vector<int32_t>& v) {
-  DeviceArray a = be.alloc_array(1, static_cast<int64_t>(std::max<size_t>(v.size(), 1)), DType::i32, "ids");
+  DeviceArray a =
+      be.alloc_array(1, static_cast<int64_t>(std::max<size_t>(v.size(), 1)), DType::i32, "ids");
   if (!v.empty()) be.copy_to_device(a.view.data, v.data(), v.size() * 4);
   return a;
 }
 
 TEST(CudaOps, RmsNorm) {
   TS_REQUIRE_CUDA();
-  struct Case { int rows, cols; DType in, out; };
+  struct Case {
+    int rows, cols;
+    DType in, out;
+  };
   for (Case c : {Case{1, 1152, DType::f32, DType::bf16}, Case{37, 1152, DType::f32, DType::bf16},
                  Case{5, 5000, DType::bf16, DType::f32}, Case{3, 100, DType::bf16, DType::bf16}}) {
     Pair x = random_pair(c.rows, c.cols, c.in, 3.f);
@@ -73,7 +77,10 @@ TEST(CudaOps, AddRmsNorm) {
 
 TEST(CudaOps, QkNormRope) {
   TS_REQUIRE_CUDA();
-  struct Case { int T, nh, nkv, hd, extra_cols; bool qn, kn; };
+  struct Case {
+    int T, nh, nkv, hd, extra_cols;
+    bool qn, kn;
+  };
   for (Case c : {Case{37, 4, 1, 256, 0, true, true}, Case{1, 4, 1, 256, 0, true, true},
                  Case{9, 4, 1, 32, 0, false, false}, Case{5, 8, 2, 128, 16, true, false}}) {
     const int cols = (c.nh + 2 * c.nkv) * c.hd;
@@ -102,7 +109,8 @@ TEST(CudaOps, KvStoreWritesOnlyItsSlots) {
     const int nh = 4, nkv = 1, hd = 256, bs = 16, nblocks = 8, T = 21;
     const int slot_elems = nkv * hd;
     Pair qkv = random_pair(T, (nh + 2 * nkv) * hd, DType::bf16);
-    Pair k = random_pair(nblocks * bs, slot_elems, kdt), v = random_pair(nblocks * bs, slot_elems, kdt);
+    Pair k = random_pair(nblocks * bs, slot_elems, kdt),
+         v = random_pair(nblocks * bs, slot_elems, kdt);
     poison(k);
     poison(v);
     std::vector<int32_t> slots(nblocks * bs);
@@ -144,7 +152,8 @@ TEST(CudaOps, RopeThenKvStoreFused) {
   TS_REQUIRE_CUDA();
   const int T = 13, nh = 4, nkv = 1, hd = 256, bs = 16, nblocks = 4;
   Pair qkv = random_pair(T, (nh + 2 * nkv) * hd, DType::bf16, 2.f);
-  Pair k = random_pair(nblocks * bs, nkv * hd, DType::bf16), v = random_pair(nblocks * bs, nkv * hd, DType::bf16);
+  Pair k = random_pair(nblocks * bs, nkv * hd, DType::bf16),
+       v = random_pair(nblocks * bs, nkv * hd, DType::bf16);
   std::vector<int32_t> pos(T), slots(T);
   for (int t = 0; t < T; ++t) pos[t] = 40 + t, slots[t] = (t * 5) % (nblocks * bs);
   slots[4] = -1;
@@ -157,9 +166,11 @@ TEST(CudaOps, RopeThenKvStoreFused) {
   Pair kn = make_pair(1, hd, DType::f32, randn(hd, 0.2f, 1.f));
   KvLayerView kc{k.c.view.data, v.c.view.data, DType::bf16, nblocks, bs, nkv, hd};
   KvLayerView kg{k.g.view.data, v.g.view.data, DType::bf16, nblocks, bs, nkv, hd};
-  cpu().qk_norm_rope(qkv.c.view, nh, nkv, hd, &qn.c.view, &kn.c.view, 1e-6f, pc.view.ptr<int32_t>(), invp.c.view);
+  cpu().qk_norm_rope(qkv.c.view, nh, nkv, hd, &qn.c.view, &kn.c.view, 1e-6f, pc.view.ptr<int32_t>(),
+                     invp.c.view);
   cpu().kv_store(qkv.c.view, nh, nkv, hd, kc, sc.view.ptr<int32_t>());
-  cuda()->qk_norm_rope(qkv.g.view, nh, nkv, hd, &qn.g.view, &kn.g.view, 1e-6f, pg.view.ptr<int32_t>(), invp.g.view);
+  cuda()->qk_norm_rope(qkv.g.view, nh, nkv, hd, &qn.g.view, &kn.g.view, 1e-6f,
+                       pg.view.ptr<int32_t>(), invp.g.view);
   cuda()->kv_store(qkv.g.view, nh, nkv, hd, kg, sg.view.ptr<int32_t>());
   EXPECT_LT(pair_err(qkv), kBf16Tol);
   EXPECT_LT(pair_err(k), kBf16Tol);
@@ -169,9 +180,12 @@ TEST(CudaOps, RopeThenKvStoreFused) {
 TEST(CudaOps, GatedAct) {
   TS_REQUIRE_CUDA();
   for (Activation act : {Activation::gelu_tanh, Activation::silu}) {
-    struct Case { int rows, I; DType out; };
-    for (Case c : {Case{1, 6912, DType::bf16}, Case{33, 6912, DType::bf16}, Case{7, 100, DType::bf16},
-                   Case{4, 64, DType::f32}}) {
+    struct Case {
+      int rows, I;
+      DType out;
+    };
+    for (Case c : {Case{1, 6912, DType::bf16}, Case{33, 6912, DType::bf16},
+                   Case{7, 100, DType::bf16}, Case{4, 64, DType::f32}}) {
       Pair gu = random_pair(c.rows, 2 * c.I, DType::bf16, 2.f);
       Pair out = random_pair(c.rows, c.I, c.out);
       poison(out);
@@ -226,12 +240,16 @@ TEST(CudaOps, LinearAllPaths) {
   TS_REQUIRE_CUDA();
   auto* ctl = cuda::cuda_controls(*cuda());
   ASSERT_NE(ctl, nullptr);
-  struct Case { int M, N, K; DType out; bool bias; };
-  const Case cases[] = {{1, 1536, 1152, DType::bf16, false}, {3, 1152, 1024, DType::bf16, false},
-                        {8, 13824, 1152, DType::bf16, false}, {5, 1152, 6912, DType::bf16, true},
-                        {9, 2048, 1152, DType::bf16, false}, {64, 2048, 1152, DType::bf16, true},
+  struct Case {
+    int M, N, K;
+    DType out;
+    bool bias;
+  };
+  const Case cases[] = {{1, 1536, 1152, DType::bf16, false},   {3, 1152, 1024, DType::bf16, false},
+                        {8, 13824, 1152, DType::bf16, false},  {5, 1152, 6912, DType::bf16, true},
+                        {9, 2048, 1152, DType::bf16, false},   {64, 2048, 1152, DType::bf16, true},
                         {300, 1536, 1152, DType::bf16, false}, {7, 100, 72, DType::bf16, false},
-                        {3, 50, 30, DType::bf16, false}, {2, 32768, 1152, DType::f32, false},
+                        {3, 50, 30, DType::bf16, false},       {2, 32768, 1152, DType::f32, false},
                         {128, 4096, 1152, DType::f32, false}};
   for (const Case& c : cases) {
     WeightPair w = make_weight(c.N, c.K, DType::bf16);

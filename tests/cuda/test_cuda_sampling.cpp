@@ -33,7 +33,8 @@ Walk cpu_walk(std::vector<float> l, const SampleParams& p) {
   Walk w;
   w.pr.resize(l.size());
   double tot = 0;
-  for (size_t i = 0; i < l.size(); ++i) tot += w.pr[i] = l[i] == ninf ? 0.0 : std::exp(double(l[i] - mx));
+  for (size_t i = 0; i < l.size(); ++i)
+    tot += w.pr[i] = l[i] == ninf ? 0.0 : std::exp(double(l[i] - mx));
   for (double& x : w.pr) x /= tot;
   double kept = 0;
   for (double x : w.pr) kept += x;
@@ -67,7 +68,8 @@ TEST(CudaSampling, MatchesCpuSampler) {
       if (p.repetition_penalty != 1.f || p.presence_penalty != 0.f) {
         // Distinct ids (repetition over all, presence/frequency over a part with counts).
         std::vector<int32_t> ids;
-        for (int k = 0; k < 40; ++k) ids.push_back(static_cast<int32_t>((rng()() % (kVocab / 40)) + k * (kVocab / 40)));
+        for (int k = 0; k < 40; ++k)
+          ids.push_back(static_cast<int32_t>((rng()() % (kVocab / 40)) + k * (kVocab / 40)));
         p.rep_begin = static_cast<int>(sb.penalty_ids.size());
         p.rep_count = 40;
         p.freq_begin = p.rep_begin + 20;

@@ -37,8 +37,8 @@ __global__ void gated_act_kernel(const TI* __restrict__ gu, int64_t gs, TO* __re
 
 // bf16, 8 elements per thread (I % 8 == 0, 16-byte aligned rows).
 template <Activation A>
-__global__ void gated_act_vec_kernel(const bf16* __restrict__ gu, int64_t gs, bf16* __restrict__ out,
-                                     int64_t os, int64_t rows, int I) {
+__global__ void gated_act_vec_kernel(const bf16* __restrict__ gu, int64_t gs,
+                                     bf16* __restrict__ out, int64_t os, int64_t rows, int I) {
   pdl_enter();
   const int I8 = I / 8;
   const int64_t total = rows * I8;
@@ -83,7 +83,8 @@ void gated_act_t(Tensor gu, Tensor out, cudaStream_t st) {
                    reinterpret_cast<uintptr_t>(gu.data) % 16 == 0 &&
                    reinterpret_cast<uintptr_t>(out.data) % 16 == 0;
   if (vec) {
-    launch(gated_act_vec_kernel<A>, grid_for(gu.rows * (I / 8), 256), 256, 0, st, "activation", gu.ptr<const bf16>(), gu.stride, out.ptr<bf16>(), out.stride, gu.rows, I);
+    launch(gated_act_vec_kernel<A>, grid_for(gu.rows * (I / 8), 256), 256, 0, st, "activation",
+           gu.ptr<const bf16>(), gu.stride, out.ptr<bf16>(), out.stride, gu.rows, I);
     TS_CUDA_LAUNCH("gated_act");
     return;
   }
@@ -91,7 +92,8 @@ void gated_act_t(Tensor gu, Tensor out, cudaStream_t st) {
     using TI = decltype(ti);
     dispatch_float(out.dtype, [&](auto to) {
       using TO = decltype(to);
-      launch(gated_act_kernel<A, TI, TO>, grid_for(gu.rows * I, 256), 256, 0, st, "activation", gu.ptr<const TI>(), gu.stride, out.ptr<TO>(), out.stride, gu.rows, I);
+      launch(gated_act_kernel<A, TI, TO>, grid_for(gu.rows * I, 256), 256, 0, st, "activation",
+             gu.ptr<const TI>(), gu.stride, out.ptr<TO>(), out.stride, gu.rows, I);
       TS_CUDA_LAUNCH("gated_act");
     });
   });
@@ -111,8 +113,8 @@ void gated_act(Tensor gate_up, Activation act, Tensor out, cudaStream_t st) {
 void softcap(Tensor x, float cap, cudaStream_t st) {
   if (x.rows == 0) return;
   if (x.dtype != DType::f32) throw Error(ErrorKind::unsupported, "CUDA softcap expects f32 logits");
-  launch(softcap_kernel, grid_for(x.rows * x.cols, 256), 256, 0, st, "activation", x.ptr<float>(), x.stride, x.rows,
-                                                                  x.cols, cap);
+  launch(softcap_kernel, grid_for(x.rows * x.cols, 256), 256, 0, st, "activation", x.ptr<float>(),
+         x.stride, x.rows, x.cols, cap);
   TS_CUDA_LAUNCH("softcap");
 }
 

@@ -39,12 +39,12 @@ __device__ __forceinline__ void bf16x8_to_f32(uint4 u, float* f) {
 }
 
 template <int HD>
-__global__ void __launch_bounds__(kThreads) attn_decode_kernel(AttnParams p, int nsplit,
-                                                               float* __restrict__ part,
-                                                               int* __restrict__ counters) {
-  constexpr int CH = HD / 8;        // 16-byte chunks per K/V row
-  constexpr int LPK = CH;           // lanes per key: one chunk each
-  constexpr int KPI = 32 / LPK;     // keys a warp covers per iteration (1, 2 or 4)
+__global__ void __launch_bounds__(kThreads)
+    attn_decode_kernel(AttnParams p, int nsplit, float* __restrict__ part,
+                       int* __restrict__ counters) {
+  constexpr int CH = HD / 8;     // 16-byte chunks per K/V row
+  constexpr int LPK = CH;        // lanes per key: one chunk each
+  constexpr int KPI = 32 / LPK;  // keys a warp covers per iteration (1, 2 or 4)
   constexpr int ITERS = kKeysPerWarp / KPI;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   bf16* Ks = reinterpret_cast<bf16*>(smem_raw);  // [kC][HD]; reused for the warp reduction
@@ -288,12 +288,14 @@ __global__ void __launch_bounds__(kThreads) attn_decode_kernel(AttnParams p, int
 }
 
 template <int HD>
-void launch_decode(const AttnParams& p, int nsplit, float* partials, int* counters, cudaStream_t st) {
+void launch_decode(const AttnParams& p, int nsplit, float* partials, int* counters,
+                   cudaStream_t st) {
   constexpr size_t smem = static_cast<size_t>(2) * kC * HD * sizeof(bf16);
   static_assert(smem >= sizeof(float) * kWarps * kMaxRep * HD, "reduction fits in the K tile");
   static bool configured = false;
   if (!configured) {
-    TS_CUDA(cudaFuncSetAttribute(attn_decode_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    TS_CUDA(cudaFuncSetAttribute(attn_decode_kernel<HD>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  static_cast<int>(smem)));
     configured = true;
   }
@@ -317,10 +319,17 @@ void attention_decode(const AttnParams& p, int nsplit, float* partials, int* cou
                       cudaStream_t st) {
   if (p.num_seqs == 0) return;
   switch (p.hd) {
-    case 64: launch_decode<64>(p, nsplit, partials, counters, st); break;
-    case 128: launch_decode<128>(p, nsplit, partials, counters, st); break;
-    case 256: launch_decode<256>(p, nsplit, partials, counters, st); break;
-    default: throw Error(ErrorKind::internal, "attention_decode: unsupported head_dim");
+    case 64:
+      launch_decode<64>(p, nsplit, partials, counters, st);
+      break;
+    case 128:
+      launch_decode<128>(p, nsplit, partials, counters, st);
+      break;
+    case 256:
+      launch_decode<256>(p, nsplit, partials, counters, st);
+      break;
+    default:
+      throw Error(ErrorKind::internal, "attention_decode: unsupported head_dim");
   }
 }
 

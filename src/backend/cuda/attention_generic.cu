@@ -85,7 +85,8 @@ void attention_generic(const AttnParams& p, cudaStream_t st) {
       using TK = decltype(tk);
       dispatch_float(p.out_dt, [&](auto to) {
         using TO = decltype(to);
-        launch(attn_generic_kernel<TQ, TK, TO>, ceil_div(warps, 4), 128, 0, st, "attention_generic", p);
+        launch(attn_generic_kernel<TQ, TK, TO>, ceil_div(warps, 4), 128, 0, st, "attention_generic",
+               p);
         TS_CUDA_LAUNCH("attention (generic)");
       });
     });

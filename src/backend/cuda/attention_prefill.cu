@@ -131,7 +131,6 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
 
-
   const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
   const int wr0 = warp * 16;  // this warp's first row
   const int w_last = min(wr0 + 15, last_valid);
@@ -185,8 +184,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int n2 = 0; n2 < kBC / 16; ++n2) {
         uint32_t b[4];
-        ldmatrix_x4(b, Ks + (n2 * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + kk +
-                           ((lane >> 3) & 1) * 8);
+        ldmatrix_x4(
+            b, Ks + (n2 * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + kk + ((lane >> 3) & 1) * 8);
         mma_bf16(sacc[2 * n2], a, b[0], b[1]);
         mma_bf16(sacc[2 * n2 + 1], a, b[2], b[3]);
       }
@@ -306,8 +305,8 @@ __global__ void __launch_bounds__(kThreads)
 // Merges the splits of the prefill kernel: one warp per (token, head) row, the splits' weights
 // exp(m_i - M) held one per lane, each lane summing its HD / 32 output dims over the splits.
 template <int HD>
-__global__ void __launch_bounds__(256) attn_merge_kernel(AttnParams p, bool skip_single, int nsplit,
-                                                         const float* __restrict__ part) {
+__global__ void __launch_bounds__(256)
+    attn_merge_kernel(AttnParams p, bool skip_single, int nsplit, const float* __restrict__ part) {
   pdl_wait();
   pdl_trigger();
   constexpr int DPL = HD / 32;  // dims per lane
@@ -322,7 +321,8 @@ __global__ void __launch_bounds__(256) attn_merge_kernel(AttnParams p, bool skip
     const int fr = rt * kBR + r;
     if (fr >= qlen * rep) break;
     const int t = p.seq_q_start[s] + fr / rep, h = kvh * rep + fr % rep;
-    const float mi = lane < nsplit ? part[((group * nsplit + lane) * kBR + r) * (HD + 2) + HD] : -INFINITY;
+    const float mi =
+        lane < nsplit ? part[((group * nsplit + lane) * kBR + r) * (HD + 2) + HD] : -INFINITY;
     const float M = warp_max(mi);
     float w = 0.f, L = 0.f;
     if (lane < nsplit && M != -INFINITY && mi != -INFINITY) {
@@ -361,7 +361,8 @@ void launch_prefill(const AttnParams& p, const PrefillPlan& plan, bool skip_sing
   static bool configured = false;  // the attribute is per kernel, set once per process
   if (!configured) {
     TS_CUDA(cudaFuncSetAttribute(attn_prefill_kernel<HD>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(smem)));
     configured = true;
   }
   const dim3 grid(plan.row_tiles * plan.nsplit, p.nkv, p.num_seqs);
@@ -369,7 +370,8 @@ void launch_prefill(const AttnParams& p, const PrefillPlan& plan, bool skip_sing
          plan.nsplit, plan.tiles_per_split, part);
   if (plan.nsplit > 1)
     launch(attn_merge_kernel<HD>, dim3(plan.row_tiles, p.nkv, p.num_seqs), 256, 0, st,
-           "attention (prefill merge)", p, skip_single, plan.nsplit, static_cast<const float*>(part));
+           "attention (prefill merge)", p, skip_single, plan.nsplit,
+           static_cast<const float*>(part));
 }
 
 }  // namespace
@@ -381,9 +383,10 @@ PrefillPlan attention_prefill_plan(const AttnParams& p, int max_q_len, int max_k
   // Key tiles a row tile can span: its keys run from the first token's window start to the
   // last token's position.
   int max_tiles = (max_kv_len + kBC - 1) / kBC + 1;
-  if (p.window > 0) max_tiles = std::min(max_tiles, (p.window + (kBR + rep - 1) / rep + kBC - 1) / kBC + 1);
+  if (p.window > 0)
+    max_tiles = std::min(max_tiles, (p.window + (kBR + rep - 1) / rep + kBC - 1) / kBC + 1);
   const long long blocks = static_cast<long long>(plan.row_tiles) * p.nkv * p.num_seqs;
-  const long long target = 2 * 132;  // two blocks per SM on an H100/H200
+  const long long target = 2 * 132;            // two blocks per SM on an H100/H200
   if (blocks < target / 2 && max_tiles > 1) {  // split only when less than a block per SM
     int n = static_cast<int>(std::min<long long>({max_tiles, (target + blocks - 1) / blocks, 32}));
     plan.tiles_per_split = (max_tiles + n - 1) / n;
@@ -402,10 +405,17 @@ void attention_prefill(const AttnParams& p, const PrefillPlan& plan, bool skip_s
                        float* partials, cudaStream_t st) {
   if (p.num_seqs == 0 || plan.row_tiles == 0) return;
   switch (p.hd) {
-    case 64: launch_prefill<64>(p, plan, skip_single, partials, st); break;
-    case 128: launch_prefill<128>(p, plan, skip_single, partials, st); break;
-    case 256: launch_prefill<256>(p, plan, skip_single, partials, st); break;
-    default: throw Error(ErrorKind::internal, "attention_prefill: unsupported head_dim");
+    case 64:
+      launch_prefill<64>(p, plan, skip_single, partials, st);
+      break;
+    case 128:
+      launch_prefill<128>(p, plan, skip_single, partials, st);
+      break;
+    case 256:
+      launch_prefill<256>(p, plan, skip_single, partials, st);
+      break;
+    default:
+      throw Error(ErrorKind::internal, "attention_prefill: unsupported head_dim");
   }
 }
 

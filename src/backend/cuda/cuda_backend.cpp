@@ -60,23 +60,23 @@ void convert_host(const void* src, DType src_dt, void* dst, DType dst_dt, size_t
     return;
   }
   const int64_t chunk = 1 << 16;
-  ThreadPool::global().parallel_for(static_cast<int64_t>((n + chunk - 1) / chunk),
-                                    [&](int64_t c0, int64_t c1, int) {
-    const size_t i0 = static_cast<size_t>(c0 * chunk);
-    const size_t i1 = std::min(n, static_cast<size_t>(c1 * chunk));
-    auto* s16 = static_cast<const uint16_t*>(src);
-    auto* s32 = static_cast<const float*>(src);
-    for (size_t i = i0; i < i1; ++i) {
-      const float v = src_dt == DType::f32    ? s32[i]
-                      : src_dt == DType::bf16 ? bf16_to_f32(s16[i])
-                                              : f16_to_f32(s16[i]);
-      if (dst_dt == DType::f32) {
-        static_cast<float*>(dst)[i] = v;
-      } else {
-        static_cast<uint16_t*>(dst)[i] = f32_to_bf16(v);
-      }
-    }
-  });
+  ThreadPool::global().parallel_for(
+      static_cast<int64_t>((n + chunk - 1) / chunk), [&](int64_t c0, int64_t c1, int) {
+        const size_t i0 = static_cast<size_t>(c0 * chunk);
+        const size_t i1 = std::min(n, static_cast<size_t>(c1 * chunk));
+        auto* s16 = static_cast<const uint16_t*>(src);
+        auto* s32 = static_cast<const float*>(src);
+        for (size_t i = i0; i < i1; ++i) {
+          const float v = src_dt == DType::f32    ? s32[i]
+                          : src_dt == DType::bf16 ? bf16_to_f32(s16[i])
+                                                  : f16_to_f32(s16[i]);
+          if (dst_dt == DType::f32) {
+            static_cast<float*>(dst)[i] = v;
+          } else {
+            static_cast<uint16_t*>(dst)[i] = f32_to_bf16(v);
+          }
+        }
+      });
 }
 
 struct GraphKey {
@@ -90,8 +90,8 @@ struct GraphKey {
 
 struct GraphEntry {
   cudaGraphExec_t exec = nullptr;
-  uint64_t epoch = 0;       // free_epoch() when captured
-  bool warmed = false;      // ran eagerly once (sizes every lazily grown workspace)
+  uint64_t epoch = 0;   // free_epoch() when captured
+  bool warmed = false;  // ran eagerly once (sizes every lazily grown workspace)
 };
 
 class CudaBackend final : public ComputeBackend {
@@ -103,7 +103,8 @@ class CudaBackend final : public ComputeBackend {
     TS_CUDA(cudaEventCreateWithFlags(&batch_copied_, cudaEventDisableTiming));
     linear_ = std::make_unique<LinearOps>();
     controls_.gemv_max_m = linear_->gemv_max_m();
-    if (std::getenv("TESSERA_CUDA_GRAPHS") && std::string(std::getenv("TESSERA_CUDA_GRAPHS")) == "0")
+    if (std::getenv("TESSERA_CUDA_GRAPHS") &&
+        std::string(std::getenv("TESSERA_CUDA_GRAPHS")) == "0")
       controls_.graphs = false;
     if (std::getenv("TESSERA_FUSE") && std::string(std::getenv("TESSERA_FUSE")) == "0")
       controls_.fuse = false;
@@ -145,7 +146,9 @@ class CudaBackend final : public ComputeBackend {
     TS_CUDA(cudaStreamSynchronize(stream_));
   }
   void synchronize() override {
-    flush(); TS_CUDA(cudaStreamSynchronize(stream_)); }
+    flush();
+    TS_CUDA(cudaStreamSynchronize(stream_));
+  }
 
   std::unique_ptr<Weight> upload_weight(std::span<const TensorInfo* const> parts, DType dtype,
                                         const std::string& what) override {
@@ -214,8 +217,8 @@ class CudaBackend final : public ComputeBackend {
     const size_t bytes = (static_cast<size_t>(rows * cols) * dtype_size(dt) + 255) / 256 * 256;
     if (chunks_.empty() || chunk_used_ + bytes > chunks_.back()->size()) {
       no_alloc_while_capturing("scratch");
-      chunks_.push_back(std::make_unique<CudaBuffer>(std::max<size_t>(bytes, 4u << 20),
-                                                     "cuda activations"));
+      chunks_.push_back(
+          std::make_unique<CudaBuffer>(std::max<size_t>(bytes, 4u << 20), "cuda activations"));
       chunk_used_ = 0;
     }
     void* p = static_cast<char*>(chunks_.back()->data()) + chunk_used_;
@@ -276,9 +279,8 @@ class CudaBackend final : public ComputeBackend {
     linear_->linear(x, cw.data(), cw.dtype, cw.rows, cw.cols,
                     bias ? bias->ptr<const float>() : nullptr, out, stream_);
   }
-  void qk_norm_rope(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_norm,
-                    const Tensor* k_norm, float eps, const int32_t* positions,
-                    Tensor inv_freq) override {
+  void qk_norm_rope(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_norm, const Tensor* k_norm,
+                    float eps, const int32_t* positions, Tensor inv_freq) override {
     flush();
     rope_.on = true;
     rope_.qkv = qkv;
@@ -327,8 +329,9 @@ class CudaBackend final : public ComputeBackend {
   void no_alloc_while_capturing(const char* what) {
     if (capturing_)
       throw Error(ErrorKind::internal, std::string("CUDA graph capture: an allocation for ") +
-                                           what + " during capture (sizes must settle in the "
-                                                  "eager warm-up run)");
+                                           what +
+                                           " during capture (sizes must settle in the "
+                                           "eager warm-up run)");
   }
   void end_progress() {
     if (progress_line_) {
@@ -340,7 +343,8 @@ class CudaBackend final : public ComputeBackend {
   // Pinned host staging of at least `bytes` (waits until the previous batch copy has left it).
   void* host_staging(size_t bytes) {
     TS_CUDA(cudaEventSynchronize(batch_copied_));
-    if (batch_host_.size() < bytes) batch_host_ = PinnedBuffer(std::max(bytes, batch_host_.size() * 2), "batch staging");
+    if (batch_host_.size() < bytes)
+      batch_host_ = PinnedBuffer(std::max(bytes, batch_host_.size() * 2), "batch staging");
     return batch_host_.data();
   }
   void* device_batch(size_t bytes) {
@@ -398,9 +402,9 @@ class CudaBackend final : public ComputeBackend {
     }
     if (!rope_.on) return;
     rope_.on = false;
-    cuda::qk_norm_rope(rope_.qkv, rope_.nh, rope_.nkv, rope_.hd, rope_.has_q ? &rope_.q_norm : nullptr,
-                       rope_.has_k ? &rope_.k_norm : nullptr, rope_.eps, rope_.positions,
-                       rope_.inv_freq, stream_);
+    cuda::qk_norm_rope(rope_.qkv, rope_.nh, rope_.nkv, rope_.hd,
+                       rope_.has_q ? &rope_.q_norm : nullptr, rope_.has_k ? &rope_.k_norm : nullptr,
+                       rope_.eps, rope_.positions, rope_.inv_freq, stream_);
   }
 
   cudaStream_t stream_ = nullptr;
@@ -655,8 +659,8 @@ void CudaBackend::sample(Tensor logits, const SampleBatch& batch, SampleOutput& 
   const int R = static_cast<int>(batch.rows.size());
   const int V = static_cast<int>(logits.cols);
   if (R > logits.rows)
-    fail_arg("sample: " + std::to_string(R) + " parameter rows for " +
-             std::to_string(logits.rows) + " logits rows");
+    fail_arg("sample: " + std::to_string(R) + " parameter rows for " + std::to_string(logits.rows) +
+             " logits rows");
   if (logits.dtype != DType::f32) fail_arg("sample: logits must be f32");
   int top_n = 0;
   bool any_lp = false;
@@ -669,7 +673,8 @@ void CudaBackend::sample(Tensor logits, const SampleBatch& batch, SampleOutput& 
   for (int r = 0; r < R; ++r) {
     const SampleParams& p = batch.rows[r];
     check_range(p.rep_begin, p.rep_count, batch.penalty_ids.size(), "repetition penalty");
-    check_range(p.freq_begin, p.freq_count, std::min(batch.penalty_ids.size(), batch.penalty_counts.size()),
+    check_range(p.freq_begin, p.freq_count,
+                std::min(batch.penalty_ids.size(), batch.penalty_counts.size()),
                 "frequency penalty");
     check_range(p.suppress_begin, p.suppress_count, batch.suppress_ids.size(), "suppression");
     SampleRowDev& d = rows[r];
@@ -697,23 +702,26 @@ void CudaBackend::sample(Tensor logits, const SampleBatch& batch, SampleOutput& 
     any_lp |= d.want_logprob != 0;
   }
   for (int32_t id : batch.penalty_ids)
-    if (id < 0 || id >= V) fail_arg("sample: penalty id " + std::to_string(id) + " is outside the vocabulary");
+    if (id < 0 || id >= V)
+      fail_arg("sample: penalty id " + std::to_string(id) + " is outside the vocabulary");
   for (int32_t id : batch.suppress_ids)
-    if (id < 0 || id >= V) fail_arg("sample: suppressed id " + std::to_string(id) + " is outside the vocabulary");
+    if (id < 0 || id >= V)
+      fail_arg("sample: suppressed id " + std::to_string(id) + " is outside the vocabulary");
 
   bool all_plain_greedy = true;
   for (const SampleRowDev& d : rows)
     all_plain_greedy &= d.work_row < 0 && d.temperature <= 0.f && !d.want_logprob && d.top_n == 0;
   if (all_plain_greedy) {  // the common decode case: ids only, many blocks per row
     const size_t ids_bytes = (static_cast<size_t>(R) * 4 + 255) / 256 * 256;
-    auto* ws = static_cast<char*>(grow(greedy_dev_, ids_bytes + static_cast<size_t>(R) * kGreedyBlocks * 8,
-                                       "greedy sampling"));
+    auto* ws = static_cast<char*>(grow(
+        greedy_dev_, ids_bytes + static_cast<size_t>(R) * kGreedyBlocks * 8, "greedy sampling"));
     int* counters = zeroed_counters(greedy_counters_, greedy_counter_count_, R);
     greedy_rows(logits.ptr<const float>(), logits.stride, R, V,
                 reinterpret_cast<float*>(ws + ids_bytes), counters, reinterpret_cast<int32_t*>(ws),
                 stream_);
     if (sample_host_.size() < static_cast<size_t>(R) * 4)
-      sample_host_ = PinnedBuffer(std::max<size_t>(4096, 2 * static_cast<size_t>(R) * 4), "sampling staging");
+      sample_host_ =
+          PinnedBuffer(std::max<size_t>(4096, 2 * static_cast<size_t>(R) * 4), "sampling staging");
     TS_CUDA(cudaMemcpyAsync(sample_host_.data(), ws, R * 4, cudaMemcpyDeviceToHost, stream_));
     TS_CUDA(cudaStreamSynchronize(stream_));
     out.top_n = 0;
@@ -747,7 +755,8 @@ void CudaBackend::sample(Tensor logits, const SampleBatch& batch, SampleOutput& 
   TS_CUDA(cudaMemcpyAsync(d, h, in_bytes, cudaMemcpyHostToDevice, stream_));
   char* dout = d + in_bytes;
   sample_rows(logits.ptr<const float>(), logits.stride, R, V,
-              reinterpret_cast<const SampleRowDev*>(d), reinterpret_cast<const int32_t*>(d + b_rows),
+              reinterpret_cast<const SampleRowDev*>(d),
+              reinterpret_cast<const int32_t*>(d + b_rows),
               reinterpret_cast<const int32_t*>(d + b_rows + b_pid),
               reinterpret_cast<const int32_t*>(d + b_rows + b_pid + b_pc), work,
               reinterpret_cast<int32_t*>(dout), reinterpret_cast<float*>(dout + b_ids),
@@ -773,7 +782,8 @@ void CudaBackend::sample(Tensor logits, const SampleBatch& batch, SampleOutput& 
       out.logprobs[r] = lp[r];
       for (int k = 0; k < rows[r].top_n; ++k) {
         out.top_ids[static_cast<size_t>(r) * top_n + k] = tid[static_cast<size_t>(r) * top_n + k];
-        out.top_logprobs[static_cast<size_t>(r) * top_n + k] = tlp[static_cast<size_t>(r) * top_n + k];
+        out.top_logprobs[static_cast<size_t>(r) * top_n + k] =
+            tlp[static_cast<size_t>(r) * top_n + k];
       }
     }
   }

@@ -16,11 +16,11 @@ namespace tessera::cuda {
 // Throws Error(internal) naming the call and the CUDA error; out-of-memory becomes out_of_memory.
 void throw_cuda_error(cudaError_t e, const char* what, const char* file, int line);
 
-#define TS_CUDA(call)                                                            \
-  do {                                                                           \
-    cudaError_t ts_err_ = (call);                                                \
-    if (ts_err_ != cudaSuccess)                                                  \
-      ::tessera::cuda::throw_cuda_error(ts_err_, #call, __FILE__, __LINE__);     \
+#define TS_CUDA(call)                                                        \
+  do {                                                                       \
+    cudaError_t ts_err_ = (call);                                            \
+    if (ts_err_ != cudaSuccess)                                              \
+      ::tessera::cuda::throw_cuda_error(ts_err_, #call, __FILE__, __LINE__); \
   } while (0)
 
 // After a kernel launch: a bad configuration shows up here, an asynchronous fault at the next
@@ -33,17 +33,25 @@ using bf16 = __nv_bfloat16;
 template <class T>
 __device__ __forceinline__ float to_f32(T v);
 template <>
-__device__ __forceinline__ float to_f32<float>(float v) { return v; }
+__device__ __forceinline__ float to_f32<float>(float v) {
+  return v;
+}
 template <>
-__device__ __forceinline__ float to_f32<bf16>(bf16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f32<bf16>(bf16 v) {
+  return __bfloat162float(v);
+}
 
 template <class T>
 __device__ __forceinline__ T from_f32(float v);
 template <>
-__device__ __forceinline__ float from_f32<float>(float v) { return v; }
+__device__ __forceinline__ float from_f32<float>(float v) {
+  return v;
+}
 // Round to nearest even, as torch and the CPU backend's f32_to_bf16 do.
 template <>
-__device__ __forceinline__ bf16 from_f32<bf16>(float v) { return __float2bfloat16_rn(v); }
+__device__ __forceinline__ bf16 from_f32<bf16>(float v) {
+  return __float2bfloat16_rn(v);
+}
 
 // Programmatic dependent launch: every kernel of this backend calls pdl_wait() before it touches
 // memory that an earlier kernel writes or reads (activations, the KV cache, batch arrays written
@@ -117,10 +125,13 @@ void dispatch_float(DType dt, F&& f) {
   } else if (dt == DType::bf16) {
     f(bf16{});
   } else {
-    throw Error(ErrorKind::unsupported, std::string("CUDA op: unsupported dtype ") + dtype_name(dt));
+    throw Error(ErrorKind::unsupported,
+                std::string("CUDA op: unsupported dtype ") + dtype_name(dt));
   }
 }
 
-inline unsigned ceil_div(long long a, long long b) { return static_cast<unsigned>((a + b - 1) / b); }
+inline unsigned ceil_div(long long a, long long b) {
+  return static_cast<unsigned>((a + b - 1) / b);
+}
 
 }  // namespace tessera::cuda

@@ -21,7 +21,9 @@ bool pdl_enabled() {
   return on;
 }
 
-uint64_t free_epoch() { return g_free_epoch.load(std::memory_order_relaxed); }
+uint64_t free_epoch() {
+  return g_free_epoch.load(std::memory_order_relaxed);
+}
 
 void throw_cuda_error(cudaError_t e, const char* what, const char* file, int line) {
   std::string msg = std::string("CUDA error ") + cudaGetErrorName(e) + " (" +

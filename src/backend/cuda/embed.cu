@@ -29,8 +29,9 @@ __global__ void embed_kernel(const TT* __restrict__ table, int64_t V, int64_t H,
 }
 
 template <class T>
-__global__ void gather_rows_kernel(const T* __restrict__ x, int64_t xs, const int32_t* __restrict__ rows,
-                                   T* __restrict__ out, int64_t os, int64_t cols) {
+__global__ void gather_rows_kernel(const T* __restrict__ x, int64_t xs,
+                                   const int32_t* __restrict__ rows, T* __restrict__ out,
+                                   int64_t os, int64_t cols) {
   pdl_enter();
   const int r = blockIdx.x;
   const T* src = x + static_cast<int64_t>(rows[r]) * xs;
@@ -50,7 +51,8 @@ void embed(const void* table, DType table_dt, int64_t V, int64_t H, const int32_
     using TT = decltype(tt);
     dispatch_float(out.dtype, [&](auto to) {
       using TO = decltype(to);
-      launch(embed_kernel<TT, TO>, static_cast<unsigned>(n), 256, 0, st, "embed", static_cast<const TT*>(table), V, H, ids, s, round, out.ptr<TO>(), out.stride);
+      launch(embed_kernel<TT, TO>, static_cast<unsigned>(n), 256, 0, st, "embed",
+             static_cast<const TT*>(table), V, H, ids, s, round, out.ptr<TO>(), out.stride);
       TS_CUDA_LAUNCH("embed");
     });
   });
@@ -60,7 +62,8 @@ void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out, cudaStream_t 
   if (n == 0) return;
   dispatch_float(x.dtype, [&](auto tx) {
     using T = decltype(tx);
-    launch(gather_rows_kernel<T>, static_cast<unsigned>(n), 256, 0, st, "embed", x.ptr<const T>(), x.stride, rows, out.ptr<T>(), out.stride, x.cols);
+    launch(gather_rows_kernel<T>, static_cast<unsigned>(n), 256, 0, st, "embed", x.ptr<const T>(),
+           x.stride, rows, out.ptr<T>(), out.stride, x.cols);
     TS_CUDA_LAUNCH("gather_rows");
   });
 }

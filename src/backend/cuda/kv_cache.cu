@@ -50,15 +50,13 @@ void kv_store(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv,
   if (qkv.rows == 0) return;
   const int n = nkv * hd, k_off = nh * hd;
   const unsigned grid = static_cast<unsigned>(qkv.rows);
-  const bool vec = qkv.dtype == DType::bf16 && kv.dtype == DType::bf16 && n % 8 == 0 &&
-                   k_off % 8 == 0 && qkv.stride % 8 == 0 &&
-                   reinterpret_cast<uintptr_t>(qkv.data) % 16 == 0 &&
-                   reinterpret_cast<uintptr_t>(kv.k) % 16 == 0 &&
-                   reinterpret_cast<uintptr_t>(kv.v) % 16 == 0;
+  const bool vec =
+      qkv.dtype == DType::bf16 && kv.dtype == DType::bf16 && n % 8 == 0 && k_off % 8 == 0 &&
+      qkv.stride % 8 == 0 && reinterpret_cast<uintptr_t>(qkv.data) % 16 == 0 &&
+      reinterpret_cast<uintptr_t>(kv.k) % 16 == 0 && reinterpret_cast<uintptr_t>(kv.v) % 16 == 0;
   if (vec) {
-    launch(kv_store_vec_kernel, grid, 64, 0, st, "kv_cache", qkv.ptr<const bf16>(), qkv.stride, k_off, n,
-                                             static_cast<bf16*>(kv.k), static_cast<bf16*>(kv.v),
-                                             slot_mapping);
+    launch(kv_store_vec_kernel, grid, 64, 0, st, "kv_cache", qkv.ptr<const bf16>(), qkv.stride,
+           k_off, n, static_cast<bf16*>(kv.k), static_cast<bf16*>(kv.v), slot_mapping);
     TS_CUDA_LAUNCH("kv_store");
     return;
   }
@@ -66,9 +64,8 @@ void kv_store(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv,
     using TI = decltype(ti);
     dispatch_float(kv.dtype, [&](auto tk) {
       using TK = decltype(tk);
-      launch(kv_store_kernel<TI, TK>, grid, 128, 0, st, "kv_cache", qkv.ptr<const TI>(), qkv.stride, k_off, n,
-                                                    static_cast<TK*>(kv.k),
-                                                    static_cast<TK*>(kv.v), slot_mapping);
+      launch(kv_store_kernel<TI, TK>, grid, 128, 0, st, "kv_cache", qkv.ptr<const TI>(), qkv.stride,
+             k_off, n, static_cast<TK*>(kv.k), static_cast<TK*>(kv.v), slot_mapping);
       TS_CUDA_LAUNCH("kv_store");
     });
   });

@@ -1,8 +1,8 @@
 // Linear layers: cuBLASLt for bf16 GEMMs, a GEMV kernel for decode-sized M, a tiled fallback.
 // ref: cpu/linear.cpp (the contract; fp32 accumulation, one rounding on the store).
 #include <cstdlib>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 
 #include "backend/cuda/cuda_common.h"
 #include "backend/cuda/linear.h"
@@ -75,11 +75,14 @@ __device__ void block_add_rms_norm_row(float* __restrict__ xr, const bf16* yr,
   if (!w_out) return;
   ss = block_sum(ss, red);
   const float inv = 1.0f / sqrtf(ss / static_cast<float>(n) + eps);
-  for (int i = threadIdx.x; i < n; i += blockDim.x) hr[i] = __float2bfloat16_rn(xr[i] * inv * w_out[i]);
+  for (int i = threadIdx.x; i < n; i += blockDim.x)
+    hr[i] = __float2bfloat16_rn(xr[i] * inv * w_out[i]);
 }
 
 template <int M, class TO>
-__global__ void __launch_bounds__(256, M == 1 ? 4 : M <= 4 ? 2 : 1)
+__global__ void __launch_bounds__(256, M == 1   ? 4
+                                       : M <= 4 ? 2
+                                                : 1)
     gemv_kernel(const bf16* __restrict__ W, int64_t N, int K8, const bf16* __restrict__ x,
                 int64_t xs, const float* __restrict__ bias, TO* __restrict__ out, int64_t os,
                 int wpr, NormEpilogue ep) {
@@ -166,10 +169,10 @@ void launch_gemv(int M, const bf16* W, int64_t N, int64_t K, const bf16* x, int6
   int wpr = 1;
   while (wpr < 8 && N * wpr < 8192 && K8 / (wpr * 2) >= 64) wpr *= 2;
   const unsigned grid = ceil_div(N, 8 / wpr);
-#define TS_GEMV_CASE(m_)                                                                      \
-  case m_:                                                                                    \
-    launch(gemv_kernel<m_, TO>, grid, 256, 0, st, "linear (gemv)", W, N, K8, x, xs, bias, out, \
-           os, wpr, ep);                                                                      \
+#define TS_GEMV_CASE(m_)                                                                           \
+  case m_:                                                                                         \
+    launch(gemv_kernel<m_, TO>, grid, 256, 0, st, "linear (gemv)", W, N, K8, x, xs, bias, out, os, \
+           wpr, ep);                                                                               \
     break;
   switch (M) {
     TS_GEMV_CASE(1)
@@ -180,7 +183,8 @@ void launch_gemv(int M, const bf16* W, int64_t N, int64_t K, const bf16* x, int6
     TS_GEMV_CASE(6)
     TS_GEMV_CASE(7)
     TS_GEMV_CASE(8)
-    default: break;
+    default:
+      break;
   }
 #undef TS_GEMV_CASE
 }
@@ -248,8 +252,10 @@ LinearOps::Plan& LinearOps::plan(int64_t M, int64_t N, int64_t K, int64_t ldx, i
   check_lt(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc");
   // Column-major view: D^T[N, M] = W[K, N]^T (op T) * X^T[K, M].
   const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-  check_lt(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "transa");
-  check_lt(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transb");
+  check_lt(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta),
+           "transa");
+  check_lt(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
+           "transb");
   const cudaDataType_t odt = out_dt == DType::f32 ? CUDA_R_32F : CUDA_R_16BF;
   check_lt(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, K, N, K), "layout a");
   check_lt(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, K, M, ldx), "layout b");
@@ -258,14 +264,20 @@ LinearOps::Plan& LinearOps::plan(int64_t M, int64_t N, int64_t K, int64_t ldx, i
   check_lt(cublasLtMatmulPreferenceCreate(&pref), "pref");
   const uint64_t ws = kWorkspaceBytes;
   const uint32_t aw = al_w, ax = al_x, ao = al_o;
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aw, sizeof aw);
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ax, sizeof ax);
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ao, sizeof ao);
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ao, sizeof ao);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                       sizeof ws);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aw,
+                                       sizeof aw);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ax,
+                                       sizeof ax);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ao,
+                                       sizeof ao);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ao,
+                                       sizeof ao);
   cublasLtMatmulHeuristicResult_t res{};
   int found = 0;
-  cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.c, p.c, pref, 1, &res, &found);
+  cublasStatus_t s =
+      cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.c, p.c, pref, 1, &res, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   if (s != CUBLAS_STATUS_SUCCESS || found == 0) {
     cublasLtMatrixLayoutDestroy(p.a);
@@ -273,19 +285,21 @@ LinearOps::Plan& LinearOps::plan(int64_t M, int64_t N, int64_t K, int64_t ldx, i
     cublasLtMatrixLayoutDestroy(p.c);
     cublasLtMatmulDescDestroy(p.op);
     throw Error(ErrorKind::internal, "cuBLASLt found no algorithm for a " + std::to_string(M) +
-                                         "x" + std::to_string(N) + "x" + std::to_string(K) + " GEMM");
+                                         "x" + std::to_string(N) + "x" + std::to_string(K) +
+                                         " GEMM");
   }
   p.algo = res.algo;
   return plans_.emplace(key, p).first->second;
 }
 
-void LinearOps::lt_matmul(Tensor x, const void* w, int64_t N, int64_t K, Tensor out, cudaStream_t st) {
+void LinearOps::lt_matmul(Tensor x, const void* w, int64_t N, int64_t K, Tensor out,
+                          cudaStream_t st) {
   const int64_t M = x.rows;
   Plan& p = plan(M, N, K, x.stride, out.stride, out.dtype, alignment_of(w), alignment_of(x.data),
                  alignment_of(out.data));
   const float alpha = 1.f, beta = 0.f;
-  check_lt(cublasLtMatmul(handle_, p.op, &alpha, w, p.a, x.data, p.b, &beta, out.data, p.c, out.data,
-                          p.c, &p.algo, workspace_->data(), kWorkspaceBytes, st),
+  check_lt(cublasLtMatmul(handle_, p.op, &alpha, w, p.a, x.data, p.b, &beta, out.data, p.c,
+                          out.data, p.c, &p.algo, workspace_->data(), kWorkspaceBytes, st),
            "matmul");
 }
 
@@ -294,8 +308,8 @@ int LinearOps::choose_path(Tensor x, const void* w, DType w_dt, int64_t N, int64
   const int64_t M = x.rows;
   const bool bf = w_dt == DType::bf16 && x.dtype == DType::bf16 &&
                   (out.dtype == DType::bf16 || out.dtype == DType::f32);
-  const bool aligned8 = K % 8 == 0 && x.stride % 8 == 0 && alignment_of(x.data) >= 16 &&
-                        alignment_of(w) >= 16;
+  const bool aligned8 =
+      K % 8 == 0 && x.stride % 8 == 0 && alignment_of(x.data) >= 16 && alignment_of(w) >= 16;
   const bool gemv_ok = bf && aligned8 && M <= kMaxGemvM;
   const bool lt_ok = bf && aligned8 && out.stride % (out.dtype == DType::f32 ? 4 : 8) == 0 &&
                      alignment_of(out.data) >= 16;
@@ -304,8 +318,8 @@ int LinearOps::choose_path(Tensor x, const void* w, DType w_dt, int64_t N, int64
   if (force_path_ != 0) return 3;
   // GEMV where it beat cuBLASLt in bench/NOTES-cuda.md: small layers up to gemv_max_m rows,
   // large ones (> 4M weights) at M <= 2, never the LM head (cuBLASLt reads it at 4.1 TB/s).
-  const bool gemv_wins = M <= gemv_max_m_ && N < 65536 &&
-                         (static_cast<double>(N) * K <= 4e6 || M <= 2);
+  const bool gemv_wins =
+      M <= gemv_max_m_ && N < 65536 && (static_cast<double>(N) * K <= 4e6 || M <= 2);
   return gemv_ok && (gemv_wins || !lt_ok) ? 1 : lt_ok ? 2 : 3;
 }
 
@@ -323,8 +337,9 @@ void LinearOps::linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K
   TS_ASSERT(!ep || (path == 1 && out.dtype == DType::bf16));
   if (path == 1) {
     if (out.dtype == DType::f32) {
-      launch_gemv<float>(static_cast<int>(M), static_cast<const bf16*>(w), N, K, x.ptr<const bf16>(),
-                         x.stride, bias, out.ptr<float>(), out.stride, st, NormEpilogue{});
+      launch_gemv<float>(static_cast<int>(M), static_cast<const bf16*>(w), N, K,
+                         x.ptr<const bf16>(), x.stride, bias, out.ptr<float>(), out.stride, st,
+                         NormEpilogue{});
     } else {
       launch_gemv<bf16>(static_cast<int>(M), static_cast<const bf16*>(w), N, K, x.ptr<const bf16>(),
                         x.stride, bias, out.ptr<bf16>(), out.stride, st, ep ? *ep : NormEpilogue{});
@@ -336,7 +351,8 @@ void LinearOps::linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K
     if (bias) {
       dispatch_float(out.dtype, [&](auto to) {
         using TO = decltype(to);
-        launch(add_bias_kernel<TO>, std::min<unsigned>(ceil_div(M * N, 256), 132 * 16), 256, 0, st, "linear", out.ptr<TO>(), out.stride, M, N, bias);
+        launch(add_bias_kernel<TO>, std::min<unsigned>(ceil_div(M * N, 256), 132 * 16), 256, 0, st,
+               "linear", out.ptr<TO>(), out.stride, M, N, bias);
         TS_CUDA_LAUNCH("add_bias");
       });
     }
@@ -349,8 +365,9 @@ void LinearOps::linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K
       dispatch_float(out.dtype, [&](auto to) {
         using TO = decltype(to);
         const dim3 grid(ceil_div(N, 16), ceil_div(M, 16));
-        launch(tiled_gemm_kernel<TX, TW, TO>, grid, dim3(16, 16), 0, st, "linear", x.ptr<const TX>(), x.stride, static_cast<const TW*>(w), bias, out.ptr<TO>(), out.stride,
-            M, N, K);
+        launch(tiled_gemm_kernel<TX, TW, TO>, grid, dim3(16, 16), 0, st, "linear",
+               x.ptr<const TX>(), x.stride, static_cast<const TW*>(w), bias, out.ptr<TO>(),
+               out.stride, M, N, K);
         TS_CUDA_LAUNCH("tiled_gemm");
       });
     });

@@ -75,9 +75,8 @@ double measure_gemm_tflops(int n, int reps) {
   LinearOps lin;
   lin.set_force_path(2);
   Tensor xt{x.data(), DType::bf16, n, n, n}, ot{o.data(), DType::bf16, n, n, n};
-  const double ms = median_ms(reps, [&](int) {
-    lin.linear(xt, w.data(), DType::bf16, n, n, nullptr, ot, nullptr);
-  });
+  const double ms = median_ms(
+      reps, [&](int) { lin.linear(xt, w.data(), DType::bf16, n, n, nullptr, ot, nullptr); });
   return 2.0 * n * static_cast<double>(n) * n / (ms * 1e-3) / 1e12;
 }
 
@@ -89,7 +88,8 @@ double time_linear_us(int M, int N, int K, int path, int reps) {
     ws.push_back(std::make_unique<CudaBuffer>(we * 2, "linear timing"));
     fill(ws.back()->data(), we, 10 + i, 0.05f);
   }
-  CudaBuffer x(static_cast<size_t>(M) * K * 2, "linear timing"), o(static_cast<size_t>(M) * N * 4, "linear timing");
+  CudaBuffer x(static_cast<size_t>(M) * K * 2, "linear timing"),
+      o(static_cast<size_t>(M) * N * 4, "linear timing");
   fill(x.data(), static_cast<size_t>(M) * K, 4, 1.f);
   LinearOps lin;
   lin.set_force_path(path);

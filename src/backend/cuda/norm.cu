@@ -129,8 +129,9 @@ void rms_norm(Tensor x, Tensor w, float eps, Tensor out, cudaStream_t st) {
     using TX = decltype(tx);
     dispatch_float(out.dtype, [&](auto to) {
       using TO = decltype(to);
-      launch(rms_norm_kernel<TX, TO>, static_cast<unsigned>(x.rows), kThreads, 0, st, "norm", x.ptr<const TX>(), x.stride, w.ptr<const float>(), eps, out.ptr<TO>(), out.stride,
-          static_cast<int>(x.cols));
+      launch(rms_norm_kernel<TX, TO>, static_cast<unsigned>(x.rows), kThreads, 0, st, "norm",
+             x.ptr<const TX>(), x.stride, w.ptr<const float>(), eps, out.ptr<TO>(), out.stride,
+             static_cast<int>(x.cols));
       TS_CUDA_LAUNCH("rms_norm");
     });
   });
@@ -144,10 +145,11 @@ void add_rms_norm(Tensor residual, Tensor y, const Tensor* w_y, const Tensor* w_
     using TY = decltype(ty);
     dispatch_float(odt, [&](auto to) {
       using TO = decltype(to);
-      launch(add_rms_norm_kernel<TY, TO>, static_cast<unsigned>(residual.rows), kThreads, 0, st, "norm", residual.ptr<float>(), residual.stride, y.ptr<const TY>(), y.stride,
-          w_y ? w_y->ptr<const float>() : nullptr, w_out ? w_out->ptr<const float>() : nullptr,
-          eps, w_out ? out.ptr<TO>() : nullptr, w_out ? out.stride : 0,
-          static_cast<int>(residual.cols));
+      launch(add_rms_norm_kernel<TY, TO>, static_cast<unsigned>(residual.rows), kThreads, 0, st,
+             "norm", residual.ptr<float>(), residual.stride, y.ptr<const TY>(), y.stride,
+             w_y ? w_y->ptr<const float>() : nullptr, w_out ? w_out->ptr<const float>() : nullptr,
+             eps, w_out ? out.ptr<TO>() : nullptr, w_out ? out.stride : 0,
+             static_cast<int>(residual.cols));
       TS_CUDA_LAUNCH("add_rms_norm");
     });
   });

@@ -124,9 +124,8 @@ bool qk_norm_rope_store_supported(Tensor qkv, const KvLayerView& kv) {
 }
 
 void qk_norm_rope_store(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_norm,
-                        const Tensor* k_norm, float eps, const int32_t* positions,
-                        Tensor inv_freq, const KvLayerView& kv, const int32_t* slot_mapping,
-                        cudaStream_t st) {
+                        const Tensor* k_norm, float eps, const int32_t* positions, Tensor inv_freq,
+                        const KvLayerView& kv, const int32_t* slot_mapping, cudaStream_t st) {
   if (qkv.rows == 0) return;
   if (hd % 2 != 0 || hd > 2 * 32 * kMaxPairsPerLane)
     throw Error(ErrorKind::unsupported, "CUDA qk_norm_rope: head_dim " + std::to_string(hd) +
@@ -138,8 +137,7 @@ void qk_norm_rope_store(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_nor
            qkv.ptr<T>(), qkv.stride, static_cast<int>(qkv.rows), nh, nkv, hd,
            q_norm ? q_norm->ptr<const float>() : nullptr,
            k_norm ? k_norm->ptr<const float>() : nullptr, eps, positions,
-           inv_freq.ptr<const float>(), static_cast<T*>(kv.k), static_cast<T*>(kv.v),
-           slot_mapping);
+           inv_freq.ptr<const float>(), static_cast<T*>(kv.k), static_cast<T*>(kv.v), slot_mapping);
   });
 }
 

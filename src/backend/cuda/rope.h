@@ -15,8 +15,7 @@ void qk_norm_rope(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_norm, con
 // issues them back to back on the same qkv). Needs the cache dtype equal to qkv's.
 bool qk_norm_rope_store_supported(Tensor qkv, const KvLayerView& kv);
 void qk_norm_rope_store(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_norm,
-                        const Tensor* k_norm, float eps, const int32_t* positions,
-                        Tensor inv_freq, const KvLayerView& kv, const int32_t* slot_mapping,
-                        cudaStream_t st);
+                        const Tensor* k_norm, float eps, const int32_t* positions, Tensor inv_freq,
+                        const KvLayerView& kv, const int32_t* slot_mapping, cudaStream_t st);
 
 }  // namespace tessera::cuda

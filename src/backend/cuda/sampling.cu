@@ -139,7 +139,8 @@ __device__ float top_p_threshold(const float* e, int V, double target, Shared& s
       const float v = e[i];
       if (!(v > 0.f)) continue;
       const unsigned int key = __float_as_uint(v);
-      if ((key & mask) == prefix) atomicAdd(&sh.hsum[(key >> shift) & 255u], static_cast<double>(v));
+      if ((key & mask) == prefix)
+        atomicAdd(&sh.hsum[(key >> shift) & 255u], static_cast<double>(v));
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -190,7 +191,8 @@ __global__ void __launch_bounds__(kThreads)
                P.frequency_penalty * static_cast<float>(pen_counts[P.freq_begin + i]);
     }
     __syncthreads();
-    for (int i = tid; i < P.suppress_count; i += kThreads) w[sup_ids[P.suppress_begin + i]] = -INFINITY;
+    for (int i = tid; i < P.suppress_count; i += kThreads)
+      w[sup_ids[P.suppress_begin + i]] = -INFINITY;
     __syncthreads();
     L = w;
   }
@@ -400,8 +402,8 @@ void sample_rows(const float* logits, int64_t stride, int R, int V, const Sample
                  const int32_t* suppress_ids, float* work, int32_t* ids, float* lp,
                  int32_t* top_ids, float* top_lp, int top_n_max, cudaStream_t st) {
   if (R == 0) return;
-  launch(sample_kernel, R, kThreads, 0, st, "sampling", logits, stride, V, rows, penalty_ids, penalty_counts,
-                                        suppress_ids, work, ids, lp, top_ids, top_lp, top_n_max);
+  launch(sample_kernel, R, kThreads, 0, st, "sampling", logits, stride, V, rows, penalty_ids,
+         penalty_counts, suppress_ids, work, ids, lp, top_ids, top_lp, top_n_max);
   TS_CUDA_LAUNCH("sample");
 }
 
