@@ -1,0 +1,334 @@
+// tessera_gpu_bench: the standard workloads of bench/hf_peer.py on the CUDA backend, driven by a
+// plain loop over KvPool + build_batch + model.forward + backend.sample (greedy, EOS ignored), on
+// the same model directory the peer loads. Prints the figures, the ceilings measured in the same
+// run (device-to-device copy, large bf16 GEMM), what each workload achieves against them, and
+// writes everything as JSON.
+//
+//   tessera_gpu_bench --model DIR [--only decode_b1,prefill_4096] [--reps 3] [--json out.json]
+//                     [--no-graphs] [--crossover]
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+
+#include "backend/cuda/cuda_backend.h"
+#include "engine/batch_builder.h"
+#include "engine/kv_pool.h"
+#include "io/model_dir.h"
+#include "models/model.h"
+#include "tessera/error.h"
+
+using namespace tessera;
+using json = nlohmann::json;
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Bench {
+  Model& model;
+  ComputeBackend& be;
+  std::mt19937 rng{1234};
+  size_t kv_in_use = 0;          // bytes of KV blocks held at the end of the last generate()
+  int profile_step = -1;         // generate(): bracket this step for ncu (--profile-from-start off)
+  bool profile_forward = false;  // forward_once(): bracket the forward
+
+  std::vector<int32_t> tokens(int n) {
+    std::uniform_int_distribution<int32_t> d(3, model.info().vocab_size - 1);
+    std::vector<int32_t> t(n);
+    for (auto& x : t) x = d(rng);
+    return t;
+  }
+
+  KvPoolOptions pool_opts(int seqs, int ctx, int step) {
+    KvPoolOptions o;
+    o.max_seqs = seqs;
+    o.max_context = ctx;
+    o.max_step_tokens = step;
+    o.block_size = 16;
+    return o;
+  }
+
+  // Greedy generation of `n_new` tokens for each prompt: one prefill forward over all prompts,
+  // then one decode forward per token. Returns seconds.
+  double generate(KvPool& pool, const std::vector<std::vector<int32_t>>& prompts, int n_new) {
+    const int S = static_cast<int>(prompts.size());
+    std::vector<std::unique_ptr<SequenceKv>> seqs;
+    for (int s = 0; s < S; ++s) seqs.push_back(std::make_unique<SequenceKv>(pool));
+    SampleBatch sb;
+    sb.rows.assign(S, SampleParams{});
+    SampleOutput out;
+    std::vector<std::vector<int32_t>> step_tokens = prompts;
+    be.synchronize();
+    const double t0 = now_s();
+    for (int i = 0; i < n_new; ++i) {
+      std::vector<BatchEntry> entries(S);
+      for (int s = 0; s < S; ++s) {
+        if (!seqs[s]->reserve(static_cast<int>(step_tokens[s].size())))
+          throw tessera::Error(tessera::ErrorKind::out_of_memory, "bench: KV pool too small");
+        entries[s].kv = seqs[s].get();
+        entries[s].tokens = step_tokens[s];
+        entries[s].logits_last = true;
+      }
+      if (i == profile_step) cuda::profiler_range(true);
+      HostBatch hb = build_batch(pool, entries);
+      Tensor lg = model.forward(hb, pool.layers());
+      be.sample(lg.rows_from(0, S), sb, out);
+      if (i == profile_step) {
+        cuda::profiler_range(false);
+        profile_step = -1;
+      }
+      for (int s = 0; s < S; ++s) step_tokens[s].assign(1, out.ids[s]);
+    }
+    be.synchronize();
+    const double t = now_s() - t0;
+    kv_in_use = 0;
+    for (int g = 0; g < pool.num_groups(); ++g) {
+      int layers = 0;
+      for (int lg : model.kv_spec().layer_group) layers += lg == g;
+      kv_in_use += static_cast<size_t>(pool.used_blocks(g)) * pool.block_size() * 2 * layers *
+                   model.kv_spec().num_kv_heads * model.kv_spec().head_dim *
+                   dtype_size(model.kv_spec().dtype);
+    }
+    return t;
+  }
+
+  // One forward over the prompts with last-position logits (and a greedy pick when `pick`).
+  double forward_once(KvPool& pool, const std::vector<std::vector<int32_t>>& prompts, bool pick) {
+    const int S = static_cast<int>(prompts.size());
+    std::vector<std::unique_ptr<SequenceKv>> seqs;
+    std::vector<BatchEntry> entries(S);
+    for (int s = 0; s < S; ++s) {
+      seqs.push_back(std::make_unique<SequenceKv>(pool));
+      seqs[s]->reserve(static_cast<int>(prompts[s].size()));
+      entries[s].kv = seqs[s].get();
+      entries[s].tokens = prompts[s];
+      entries[s].logits_last = true;
+    }
+    be.synchronize();
+    if (profile_forward) cuda::profiler_range(true);
+    const double t0 = now_s();
+    HostBatch hb = build_batch(pool, entries);
+    Tensor lg = model.forward(hb, pool.layers());
+    if (pick) {
+      SampleBatch sb;
+      sb.rows.assign(S, SampleParams{});
+      SampleOutput out;
+      be.sample(lg.rows_from(0, S), sb, out);
+    }
+    be.synchronize();
+    const double t = now_s() - t0;
+    if (profile_forward) {
+      cuda::profiler_range(false);
+      profile_forward = false;
+    }
+    return t;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tessera GPU benchmark (the hf_peer.py workloads)"};
+  std::string model_dir, only, json_out;
+  int reps = 3;
+  bool no_graphs = false, crossover = false;
+  std::string profile;
+  app.add_option("--model", model_dir, "Hugging Face model directory")->required();
+  app.add_option("--only", only, "comma-separated workloads");
+  app.add_option("--reps", reps, "timed repetitions (median), after one warm-up");
+  app.add_option("--json", json_out, "write the results here");
+  app.add_flag("--no-graphs", no_graphs, "run decode steps eagerly");
+  app.add_flag("--crossover", crossover, "time GEMV vs cuBLASLt per layer shape and M");
+  app.add_option("--profile", profile,
+                 "bracket one step for ncu --profile-from-start off: decode_b1 (decode step 100) "
+                 "or a forward workload (prefill_4096, ttft_512, classify_256x64)");
+  bool no_ceilings = false;
+  app.add_flag("--no-ceilings", no_ceilings, "skip the copy / GEMM ceiling measurements");
+  CLI11_PARSE(app, argc, argv);
+  reps = std::max(reps, 1);
+  try {
+    auto be = make_cuda_backend();
+    if (!be) {
+      std::fprintf(stderr, "tessera_gpu_bench: no CUDA device\n");
+      return 1;
+    }
+    if (no_graphs) cuda::cuda_controls(*be)->graphs = false;
+    json res;
+    res["device"] = cuda::cuda_device_description();
+    const double copy_gbps = no_ceilings ? 4200 : cuda::measure_copy_gbps(size_t{2} << 30, 10);
+    const double gemm_tflops = no_ceilings ? 790 : cuda::measure_gemm_tflops(8192, 10);
+    std::printf("device: %s\n", res["device"].get<std::string>().c_str());
+    if (no_ceilings) {  // the percentages below then use typical H200 figures (bench/NOTES-cuda.md)
+      std::printf("ceilings: not measured (--no-ceilings); %% of ceiling below uses 4200 GB/s\n");
+    } else {
+      res["ceilings"] = {{"copy_gbps", copy_gbps}, {"gemm_bf16_tflops", gemm_tflops}};
+      std::printf("ceilings: d2d copy %.0f GB/s (read+write), bf16 GEMM 8192^3 %.0f TFLOP/s\n",
+                  copy_gbps, gemm_tflops);
+    }
+
+    if (crossover) {
+      json cx = json::array();
+      const int shapes[][2] = {
+          {1536, 1152}, {1152, 1024}, {13824, 1152}, {1152, 6912}, {262144, 1152}};
+      std::printf(
+          "\nGEMV vs cuBLASLt (us per call, weights rotated past L2):\n%8s %8s %4s %9s %9s\n", "N",
+          "K", "M", "gemv", "cublasLt");
+      for (auto& s : shapes)
+        for (int M : {1, 2, 4, 8, 16}) {
+          const double g = M <= 8 ? cuda::time_linear_us(M, s[0], s[1], 1, 20) : -1;
+          const double l = cuda::time_linear_us(M, s[0], s[1], 2, 20);
+          std::printf("%8d %8d %4d %9.1f %9.1f\n", s[0], s[1], M, g, l);
+          cx.push_back({{"N", s[0]}, {"K", s[1]}, {"M", M}, {"gemv_us", g}, {"cublaslt_us", l}});
+        }
+      res["crossover"] = cx;
+    }
+
+    MemoryTracker& mt = memory_tracker(Device::cuda);
+    const double tl = now_s();
+    ModelDir dir(model_dir);
+    auto model = load_model(dir, *be, LoadOptions{});
+    be->synchronize();
+    const ModelInfo& in = model->info();
+    std::printf("\nloaded %s: %.3f B parameters, %.2f GiB of weights in %.1f s\n",
+                model_dir.c_str(), in.parameter_count / 1e9, in.weight_bytes / double(1u << 30),
+                now_s() - tl);
+    Bench B{*model, *be};
+    if (profile == "decode_b1") B.profile_step = 100;
+    std::set<std::string> want;
+    for (size_t i = 0, j; i <= only.size(); i = j + 1) {
+      j = only.find(',', i);
+      if (j == std::string::npos) j = only.size();
+      if (j > i) want.insert(only.substr(i, j - i));
+    }
+    auto on = [&](const char* w) { return want.empty() || want.count(w); };
+
+    // Work per token, for achieved rates: linear weights (read once per forward) and FLOPs.
+    const double H = in.hidden_size, I = in.intermediate_size, hd = in.head_dim;
+    const double nh = in.num_heads, nkv = in.num_kv_heads, V = in.vocab_size, L = in.num_layers;
+    const double layer_params = H * (nh + 2 * nkv) * hd + nh * hd * H + 3 * I * H;
+    const double wbytes = (L * layer_params + V * H) * dtype_size(in.weight_dtype);
+    auto attn_flops = [&](int n_tok) {  // causal prefill of n_tok from position 0, all layers
+      double f = 0;
+      for (int l = 0; l < in.num_layers; ++l) {
+        const bool sliding = in.layer_types[l] == "sliding_attention";
+        double keys = 0;
+        for (int t = 0; t < n_tok; ++t)
+          keys += sliding ? std::min(t + 1, in.sliding_window) : t + 1;
+        f += 4 * nh * hd * keys;
+      }
+      return f;
+    };
+    auto prefill_flops = [&](int seqs, int n_tok) {
+      return seqs * (2.0 * n_tok * L * layer_params + attn_flops(n_tok) + 2.0 * V * H);
+    };
+    json t;
+    json achieved;
+
+    if (on("decode_b1")) {
+      KvPool pool(*be, model->kv_spec(), B.pool_opts(1, 32 + 256, 32));
+      mt.reset_peak();
+      std::vector<double> ts;
+      for (int r = 0; r <= reps; ++r) {
+        auto p = B.tokens(32);
+        const double s = B.generate(pool, {p}, 256);
+        if (r > 0) ts.push_back(s);
+      }
+      const double tps = 256 / median(ts);
+      t["decode_b1"] = tps;
+      const double base = static_cast<double>(in.weight_bytes + B.kv_in_use);
+      json mem = {{"peak_bytes", mt.peak()},
+                  {"weights_bytes", in.weight_bytes},
+                  {"kv_in_use_bytes", B.kv_in_use},
+                  {"kv_pool_bytes", pool.bytes()},
+                  {"ratio", mt.peak() / base}};
+      t["peak_memory_decode_b1"] = mem;
+      achieved["decode_b1_gbps"] = wbytes * tps / 1e9;
+      std::printf("decode_b1        %10.0f tok/s  (%.0f GB/s of weights, %.0f%% of copy ceiling)\n",
+                  tps, wbytes * tps / 1e9, 100 * wbytes * tps / 1e9 / copy_gbps);
+      std::printf(
+          "peak GPU memory  %10.1f MiB on decode_b1 = %.3f x (weights %.1f MiB + KV in use "
+          "%.2f MiB); KV pool %.2f MiB\n",
+          mt.peak() / 1048576.0, mt.peak() / base, in.weight_bytes / 1048576.0,
+          B.kv_in_use / 1048576.0, pool.bytes() / 1048576.0);
+    }
+    if (on("decode_b128")) {
+      KvPool pool(*be, model->kv_spec(), B.pool_opts(128, 32 + 128, 32));
+      std::vector<double> ts;
+      for (int r = 0; r <= reps; ++r) {
+        std::vector<std::vector<int32_t>> ps;
+        for (int s = 0; s < 128; ++s) ps.push_back(B.tokens(32));
+        const double s = B.generate(pool, ps, 128);
+        if (r > 0) ts.push_back(s);
+      }
+      const double tps = 128.0 * 128 / median(ts);
+      t["decode_b128"] = tps;
+      const double step_s = 128.0 / tps;
+      achieved["decode_b128_tflops"] = 2.0 * 128 * (L * layer_params + V * H) / step_s / 1e12;
+      std::printf(
+          "decode_b128      %10.0f tok/s  (%.2f ms per step, %.0f TFLOP/s in the linears)\n", tps,
+          step_s * 1e3, achieved["decode_b128_tflops"].get<double>());
+    }
+    if (on("prefill_4096")) {
+      B.profile_forward = profile == "prefill_4096";
+      KvPool pool(*be, model->kv_spec(), B.pool_opts(1, 4096, 4096));
+      std::vector<double> ts;
+      for (int r = 0; r <= reps; ++r) {
+        const double s = B.forward_once(pool, {B.tokens(4096)}, false);
+        if (r > 0) ts.push_back(s);
+      }
+      const double sec = median(ts);
+      t["prefill_4096"] = 4096 / sec;
+      achieved["prefill_4096_tflops"] = prefill_flops(1, 4096) / sec / 1e12;
+      std::printf("prefill_4096     %10.0f tok/s  (%.2f ms, %.0f TFLOP/s)\n", 4096 / sec, sec * 1e3,
+                  achieved["prefill_4096_tflops"].get<double>());
+    }
+    if (on("ttft_512")) {
+      B.profile_forward = profile == "ttft_512";
+      KvPool pool(*be, model->kv_spec(), B.pool_opts(1, 512, 512));
+      std::vector<double> ts;
+      for (int r = 0; r <= 2 * reps; ++r) {
+        const double s = B.forward_once(pool, {B.tokens(512)}, true);
+        if (r > 0) ts.push_back(s);
+      }
+      const double sec = median(ts);
+      t["ttft_512"] = sec * 1e3;
+      std::printf("ttft_512         %10.2f ms     (forward + greedy pick)\n", sec * 1e3);
+    }
+    if (on("classify_256x64")) {
+      B.profile_forward = profile == "classify_256x64";
+      KvPool pool(*be, model->kv_spec(), B.pool_opts(256, 64, 64));
+      std::vector<double> ts;
+      for (int r = 0; r <= reps; ++r) {
+        std::vector<std::vector<int32_t>> ps;
+        for (int s = 0; s < 256; ++s) ps.push_back(B.tokens(64));
+        const double s = B.forward_once(pool, ps, false);
+        if (r > 0) ts.push_back(s);
+      }
+      const double sec = median(ts);
+      t["classify_256x64"] = 256 * 64 / sec;
+      achieved["classify_256x64_tflops"] = prefill_flops(256, 64) / sec / 1e12;
+      std::printf("classify_256x64  %10.0f tok/s  (%.2f ms, %.0f TFLOP/s)\n", 256 * 64 / sec,
+                  sec * 1e3, achieved["classify_256x64_tflops"].get<double>());
+    }
+    res["tessera"] = t;
+    res["achieved"] = achieved;
+    std::printf("%s\n", res.dump().c_str());
+    if (!json_out.empty()) std::ofstream(json_out) << res.dump(2) << "\n";
+    return 0;
+  } catch (const tessera::Error& e) {
+    std::fprintf(stderr, "tessera_gpu_bench: error: %s\n", e.what());
+    return 1;
+  }
+}

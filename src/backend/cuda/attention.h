@@ -1,0 +1,67 @@
+// Attention over the paged KV cache (launchers); the contract of ComputeBackend::attention.
+// Three kernels: a flash-attention prefill kernel on the tensor cores (bf16 q/K/V, head_dim 64,
+// 128 or 256), a split-KV decode kernel for sequences with one new token (bf16, same head dims,
+// up to 8 q heads per kv head), and a generic warp-per-(token, head) kernel for everything else
+// (f32 caches, other head dims). Keys run over [max(0, p - window + 1), min(p, kv_len - 1)] for
+// the token at position p; a token with no keys (padding) gets zeros.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "backend/backend.h"
+
+namespace tessera::cuda {
+
+struct AttnParams {
+  const void* qkv = nullptr;
+  int64_t qkv_stride = 0;
+  DType qkv_dt = DType::bf16;
+  int nh = 0, nkv = 0, hd = 0;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  DType kv_dt = DType::bf16;
+  int block_size = 0;
+  const int32_t* positions = nullptr;
+  const int32_t* token_seq = nullptr;
+  const int32_t* seq_q_start = nullptr;
+  const int32_t* seq_q_len = nullptr;
+  const int32_t* seq_kv_len = nullptr;
+  const int32_t* block_table = nullptr;  // [S, max_blocks]
+  int max_blocks = 0;
+  int num_tokens = 0, num_seqs = 0;
+  float scale = 1.f;
+  int window = 0;
+  float softcap = 0.f;
+  void* out = nullptr;
+  int64_t out_stride = 0;
+  DType out_dt = DType::bf16;
+};
+
+constexpr int kDecodeMaxRep = 8;
+constexpr int kDecodeKeysPerSplit = 64;
+
+void attention_generic(const AttnParams& p, cudaStream_t st);
+
+bool attention_fast_supported(const AttnParams& p);
+
+// Splits (blocks along the key axis) the decode kernel uses for contexts up to kv_cap keys.
+int attention_decode_splits(const AttnParams& p, int kv_cap);
+// Workspace floats for the partial results and ints for the per-(seq, kv head) counters.
+size_t attention_decode_partial_floats(const AttnParams& p, int nsplit);
+// Sequences with seq_q_len != 1 are skipped. `counters` must be zero (the kernel leaves them so).
+void attention_decode(const AttnParams& p, int nsplit, float* partials, int* counters,
+                      cudaStream_t st);
+
+// Prefill work: row tiles of 64 (token, head) rows per sequence and kv head, each split over
+// `nsplit` ranges of `tiles_per_split` key tiles when there are too few row tiles to fill the GPU
+// (short prompts); a merge kernel then combines the splits.
+struct PrefillPlan {
+  int row_tiles = 0, nsplit = 1, tiles_per_split = 1;
+  size_t partial_floats = 0;  // workspace, zero when nsplit == 1
+};
+PrefillPlan attention_prefill_plan(const AttnParams& p, int max_q_len, int max_kv_len);
+// skip_single: leave sequences with one new token to attention_decode.
+void attention_prefill(const AttnParams& p, const PrefillPlan& plan, bool skip_single,
+                       float* partials, cudaStream_t st);
+
+}  // namespace tessera::cuda

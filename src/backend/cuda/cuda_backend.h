@@ -1,0 +1,38 @@
+// The CUDA backend's extras beyond ComputeBackend, for the tests and the GPU benchmark: switches
+// that pick a path (GEMV vs cuBLASLt, graphs on/off) and the device facts a report prints.
+#pragma once
+
+#include <string>
+
+#include "backend/backend.h"
+
+namespace tessera::cuda {
+
+struct CudaBackendControls {
+  bool graphs = true;   // capture decode steps as CUDA graphs
+  int linear_path = 0;  // 0 auto, 1 GEMV, 2 cuBLASLt, 3 tiled fallback (see LinearOps)
+  int gemv_max_m = 8;   // auto: GEMV for M <= this
+  bool fuse = true;     // qk_norm_rope + kv_store in one kernel when issued back to back
+  // add_rms_norm run by the last block of the GEMV before it (decode-sized batches). Correct but
+  // measured 13% slower on decode_b1 (bench/NOTES-cuda.md, run 6): off unless asked for.
+  bool fuse_norm = false;
+};
+
+// nullptr when `b` is not the CUDA backend.
+CudaBackendControls* cuda_controls(ComputeBackend& b);
+
+// Device name and compute capability, e.g. "NVIDIA H200 (sm_90, 132 SMs, 139.8 GiB)".
+std::string cuda_device_description();
+
+// Ceilings measured on this GPU (for the benchmark's report): a device-to-device copy in GB/s
+// counting bytes read plus written, and a square bf16 GEMM through cuBLASLt in TFLOP/s, each the
+// median of `reps` timed runs after warm-up, on random data.
+double measure_copy_gbps(size_t bytes, int reps);
+double measure_gemm_tflops(int n, int reps);
+// One linear layer timed on the given path (1 GEMV, 2 cuBLASLt): microseconds per call, median.
+double time_linear_us(int M, int N, int K, int path, int reps);
+
+// cudaProfilerStart / Stop, so that `ncu --profile-from-start off` sees one chosen step.
+void profiler_range(bool start);
+
+}  // namespace tessera::cuda

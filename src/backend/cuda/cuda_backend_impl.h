@@ -1,0 +1,407 @@
+// The CUDA backend's class (internal to src/backend/cuda/): cuda_backend.cpp holds the memory,
+// weight upload and op wrappers inline here, cuda_batch.cpp the batch upload, the CUDA-graph replay
+// and the attention dispatch, cuda_sample.cpp the sampler's host side.
+#pragma once
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cuda/activation.h"
+#include "backend/cuda/attention.h"
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_memory.h"
+#include "backend/cuda/embed.h"
+#include "backend/cuda/kv_cache.h"
+#include "backend/cuda/linear.h"
+#include "backend/cuda/norm.h"
+#include "backend/cuda/rope.h"
+#include "backend/cuda/sampling.h"
+#include "core/check.h"
+
+namespace tessera::cuda {
+
+constexpr size_t kStagingBytes = 64u << 20;  // per weight-upload staging buffer (two of them)
+constexpr int kMaxGraphSeqs = 512;           // decode batches above this run eagerly
+
+// Converts n elements of src_dt (f32, bf16, f16) to dst_dt (f32 or bf16) on the host.
+void convert_host(const void* src, DType src_dt, void* dst, DType dst_dt, size_t n);
+
+struct GraphKey {
+  int T, S, R, groups;
+  int mb[kMaxKvGroups];
+  bool operator<(const GraphKey& o) const {
+    return std::tie(T, S, R, groups, mb[0], mb[1], mb[2], mb[3]) <
+           std::tie(o.T, o.S, o.R, o.groups, o.mb[0], o.mb[1], o.mb[2], o.mb[3]);
+  }
+};
+
+struct GraphEntry {
+  cudaGraphExec_t exec = nullptr;
+  uint64_t epoch = 0;   // free_epoch() when captured
+  bool warmed = false;  // ran eagerly once (sizes every lazily grown workspace)
+};
+
+class CudaBackend final : public ComputeBackend {
+ public:
+  CudaBackend() {
+    TS_CUDA(cudaSetDevice(0));
+    TS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    for (auto& e : staging_done_) TS_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    TS_CUDA(cudaEventCreateWithFlags(&batch_copied_, cudaEventDisableTiming));
+    linear_ = std::make_unique<LinearOps>();
+    controls_.gemv_max_m = linear_->gemv_max_m();
+    if (std::getenv("TESSERA_CUDA_GRAPHS") &&
+        std::string(std::getenv("TESSERA_CUDA_GRAPHS")) == "0")
+      controls_.graphs = false;
+    if (std::getenv("TESSERA_FUSE") && std::string(std::getenv("TESSERA_FUSE")) == "0")
+      controls_.fuse = false;
+    if (std::getenv("TESSERA_FUSE_NORM") && std::string(std::getenv("TESSERA_FUSE_NORM")) == "1")
+      controls_.fuse_norm = true;
+    progress_ = isatty(2) != 0;
+  }
+
+  ~CudaBackend() override {
+    cudaStreamSynchronize(stream_);
+    end_progress();
+    for (auto& [k, g] : graphs_)
+      if (g.exec) cudaGraphExecDestroy(g.exec);
+    for (auto& e : staging_done_) cudaEventDestroy(e);
+    cudaEventDestroy(batch_copied_);
+    linear_.reset();
+    cudaStreamDestroy(stream_);
+  }
+
+  CudaBackendControls& controls() { return controls_; }
+
+  Device device() const override { return Device::cuda; }
+  std::string name() const override { return "cuda (" + cuda_device_description() + ")"; }
+  DType act_dtype() const override { return DType::bf16; }
+
+  // --- memory ---
+  std::unique_ptr<DeviceBuffer> alloc(size_t bytes, const char* what) override {
+    no_alloc_while_capturing(what);
+    return std::make_unique<CudaBuffer>(bytes, what);
+  }
+  void copy_to_device(void* dst, const void* src, size_t bytes) override {
+    flush();
+    TS_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_));
+    TS_CUDA(cudaStreamSynchronize(stream_));
+  }
+  void copy_to_host(void* dst, const void* src, size_t bytes) override {
+    flush();
+    TS_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_));
+    TS_CUDA(cudaStreamSynchronize(stream_));
+  }
+  void synchronize() override {
+    flush();
+    TS_CUDA(cudaStreamSynchronize(stream_));
+  }
+
+  std::unique_ptr<Weight> upload_weight(std::span<const TensorInfo* const> parts, DType dtype,
+                                        const std::string& what) override {
+    flush();
+    TS_ASSERT(!parts.empty());
+    if (dtype != DType::f32 && dtype != DType::bf16)
+      fail_arg("CUDA weights are stored as f32 or bf16, not " + std::string(dtype_name(dtype)));
+    auto w = std::make_unique<CudaWeight>();
+    w->cols = parts[0]->shape.size() == 2 ? parts[0]->shape[1] : 1;
+    for (const TensorInfo* p : parts) {
+      TS_ASSERT(p->shape.size() == 2 && p->shape[1] == w->cols);
+      if (p->dtype != DType::f32 && p->dtype != DType::bf16 && p->dtype != DType::f16)
+        fail_model(p->file + ": tensor '" + p->name + "' has dtype " + p->dtype_name +
+                   ", which the CUDA backend cannot load");
+      w->rows += p->shape[0];
+    }
+    w->dtype = dtype;
+    w->bytes = static_cast<size_t>(w->rows * w->cols) * dtype_size(dtype);
+    w->buffer = std::make_unique<CudaBuffer>(w->bytes, what.c_str());
+    if (staging_[0].size() == 0)
+      for (auto& s : staging_) s = PinnedBuffer(kStagingBytes, "weight upload staging");
+    char* dst = static_cast<char*>(w->buffer->data());
+    const size_t esz = dtype_size(dtype);
+    const size_t per_chunk = kStagingBytes / std::max<size_t>(esz, 4);
+    for (const TensorInfo* p : parts) {
+      const size_t n = static_cast<size_t>(p->numel());
+      const char* src = static_cast<const char*>(p->data);
+      for (size_t off = 0; off < n; off += per_chunk) {
+        const size_t cnt = std::min(per_chunk, n - off);
+        const int slot = staging_turn_++ & 1;
+        TS_CUDA(cudaEventSynchronize(staging_done_[slot]));  // its previous copy has left
+        convert_host(src + off * dtype_size(p->dtype), p->dtype, staging_[slot].data(), dtype, cnt);
+        TS_CUDA(cudaMemcpyAsync(dst, staging_[slot].data(), cnt * esz, cudaMemcpyHostToDevice,
+                                stream_));
+        TS_CUDA(cudaEventRecord(staging_done_[slot], stream_));
+        dst += cnt * esz;
+        uploaded_ += cnt * esz;
+      }
+    }
+    if (progress_ && uploaded_ - last_progress_ >= (64u << 20)) {
+      last_progress_ = uploaded_;
+      std::fprintf(stderr, "\rtessera: uploading weights to the GPU: %.2f GiB",
+                   static_cast<double>(uploaded_) / (1024.0 * 1024 * 1024));
+      progress_line_ = true;
+    }
+    return w;
+  }
+
+  void scratch_reset() override {
+    flush();
+    end_progress();
+    if (staging_[0].size() != 0) {  // loading is over: give the staging memory back
+      synchronize();
+      for (auto& s : staging_) s = PinnedBuffer();
+    }
+    if (chunks_.size() > 1 || (chunks_.size() == 1 && high_water_ > chunks_[0]->size())) {
+      no_alloc_while_capturing("scratch");
+      chunks_.clear();
+      chunks_.push_back(std::make_unique<CudaBuffer>(high_water_, "cuda activations"));
+    }
+    used_ = 0;
+    chunk_used_ = 0;
+  }
+
+  Tensor scratch(int64_t rows, int64_t cols, DType dt) override {
+    const size_t bytes = (static_cast<size_t>(rows * cols) * dtype_size(dt) + 255) / 256 * 256;
+    if (chunks_.empty() || chunk_used_ + bytes > chunks_.back()->size()) {
+      no_alloc_while_capturing("scratch");
+      chunks_.push_back(
+          std::make_unique<CudaBuffer>(std::max<size_t>(bytes, 4u << 20), "cuda activations"));
+      chunk_used_ = 0;
+    }
+    void* p = static_cast<char*>(chunks_.back()->data()) + chunk_used_;
+    chunk_used_ += bytes;
+    used_ += bytes;
+    high_water_ = std::max(high_water_, used_);
+    return Tensor{p, dt, rows, cols, cols};
+  }
+
+  BatchView upload(const HostBatch& b) override;
+  void run_forward(const BatchView& b, const std::function<void()>& ops) override;
+
+  // --- ops ---
+  void embed(const Weight& table, const int32_t* ids, int n, float scale, bool round,
+             Tensor out) override {
+    flush();
+    const auto& w = static_cast<const CudaWeight&>(table);
+    cuda::embed(w.data(), w.dtype, w.rows, w.cols, ids, n, scale, round, out, stream_);
+  }
+  void rms_norm(Tensor x, Tensor w, float eps, Tensor out) override {
+    flush();
+    cuda::rms_norm(x, w, eps, out, stream_);
+  }
+  void add_rms_norm(Tensor residual, Tensor y, const Tensor* w_y, const Tensor* w_out, float eps,
+                    Tensor out) override {
+    if (lin_.on && y.data == lin_.out.data && y.dtype == DType::bf16 && y.rows == lin_.x.rows &&
+        y.stride == lin_.out.stride && y.cols == lin_.out.cols && residual.rows == y.rows &&
+        residual.cols == y.cols && (!w_out || out.dtype == DType::bf16)) {
+      // The GEMV that produced y runs this add_rms_norm in its last block: one launch less.
+      NormEpilogue ep;
+      ep.res = residual.ptr<float>();
+      ep.res_stride = residual.stride;
+      ep.w_y = w_y ? w_y->ptr<const float>() : nullptr;
+      ep.w_out = w_out ? w_out->ptr<const float>() : nullptr;
+      ep.eps = eps;
+      ep.h = w_out ? out.ptr<bf16>() : nullptr;
+      ep.h_stride = w_out ? out.stride : 0;
+      ep.counter = zeroed_counters(fuse_counter_, fuse_counter_count_, 1);
+      const PendingLinear l = lin_;
+      lin_.on = false;
+      linear_->linear(l.x, l.w->data(), l.w->dtype, l.w->rows, l.w->cols, l.bias, l.out, stream_,
+                      &ep);
+      return;
+    }
+    flush();
+    cuda::add_rms_norm(residual, y, w_y, w_out, eps, out, stream_);
+  }
+  void linear(Tensor x, const Weight& w, const Tensor* bias, Tensor out) override {
+    flush();
+    const auto& cw = static_cast<const CudaWeight&>(w);
+    linear_->set_force_path(controls_.linear_path);
+    linear_->set_gemv_max_m(controls_.gemv_max_m);
+    if (controls_.fuse_norm &&
+        linear_->gemv_fusable(x, cw.data(), cw.dtype, cw.rows, cw.cols, out)) {
+      lin_ = PendingLinear{true, x, &cw, bias ? bias->ptr<const float>() : nullptr, out};
+      return;  // an add_rms_norm on its output may follow: see add_rms_norm
+    }
+    linear_->linear(x, cw.data(), cw.dtype, cw.rows, cw.cols,
+                    bias ? bias->ptr<const float>() : nullptr, out, stream_);
+  }
+  void qk_norm_rope(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_norm, const Tensor* k_norm,
+                    float eps, const int32_t* positions, Tensor inv_freq) override {
+    flush();
+    rope_.on = true;
+    rope_.qkv = qkv;
+    rope_.nh = nh;
+    rope_.nkv = nkv;
+    rope_.hd = hd;
+    rope_.has_q = q_norm != nullptr;
+    rope_.has_k = k_norm != nullptr;
+    if (q_norm) rope_.q_norm = *q_norm;
+    if (k_norm) rope_.k_norm = *k_norm;
+    rope_.eps = eps;
+    rope_.positions = positions;
+    rope_.inv_freq = inv_freq;
+  }
+  void kv_store(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv,
+                const int32_t* slot_mapping) override {
+    if (rope_.on && controls_.fuse && rope_.qkv.data == qkv.data && rope_.qkv.rows == qkv.rows &&
+        rope_.qkv.stride == qkv.stride && rope_.nh == nh && rope_.nkv == nkv && rope_.hd == hd &&
+        qk_norm_rope_store_supported(qkv, kv)) {
+      rope_.on = false;
+      qk_norm_rope_store(qkv, nh, nkv, hd, rope_.has_q ? &rope_.q_norm : nullptr,
+                         rope_.has_k ? &rope_.k_norm : nullptr, rope_.eps, rope_.positions,
+                         rope_.inv_freq, kv, slot_mapping, stream_);
+      return;
+    }
+    flush();
+    cuda::kv_store(qkv, nh, nkv, hd, kv, slot_mapping, stream_);
+  }
+  void attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv, const BatchView& b,
+                 int group, float scale, int window, float softcap, Tensor out) override;
+  void gated_act(Tensor gate_up, Activation act, Tensor out) override {
+    flush();
+    cuda::gated_act(gate_up, act, out, stream_);
+  }
+  void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out) override {
+    flush();
+    cuda::gather_rows(x, rows, n, out, stream_);
+  }
+  void softcap(Tensor x, float cap) override {
+    flush();
+    cuda::softcap(x, cap, stream_);
+  }
+  void sample(Tensor logits, const SampleBatch& batch, SampleOutput& out) override;
+
+ private:
+  void no_alloc_while_capturing(const char* what) {
+    if (capturing_)
+      throw Error(ErrorKind::internal, std::string("CUDA graph capture: an allocation for ") +
+                                           what +
+                                           " during capture (sizes must settle in the "
+                                           "eager warm-up run)");
+  }
+  void end_progress() {
+    if (progress_line_) {
+      std::fprintf(stderr, "\rtessera: uploaded %.2f GiB of weights to the GPU\n",
+                   static_cast<double>(uploaded_) / (1024.0 * 1024 * 1024));
+      progress_line_ = false;
+    }
+  }
+  // Pinned host staging of at least `bytes` (waits until the previous batch copy has left it).
+  void* host_staging(size_t bytes) {
+    TS_CUDA(cudaEventSynchronize(batch_copied_));
+    if (batch_host_.size() < bytes)
+      batch_host_ = PinnedBuffer(std::max(bytes, batch_host_.size() * 2), "batch staging");
+    return batch_host_.data();
+  }
+  void* device_batch(size_t bytes) {
+    if (!batch_dev_.buf || batch_dev_.buf->size() < bytes) {
+      no_alloc_while_capturing("batch");
+      batch_dev_.get(bytes, "batch arrays");
+    }
+    return batch_dev_.buf->data();
+  }
+
+  // A workspace of at least `bytes` (allocating only outside graph capture).
+  void* grow(GrowBuffer& g, size_t bytes, const char* what) {
+    if (!g.buf || g.buf->size() < bytes) {
+      no_alloc_while_capturing(what);
+      g.get(bytes, what);
+    }
+    return g.buf->data();
+  }
+  // `n` counters that are zero (kernels using them leave them zero).
+  int* zeroed_counters(GrowBuffer& g, size_t& count, size_t n) {
+    if (!g.buf || count < n) {
+      no_alloc_while_capturing("attention counters");
+      g.get(n * sizeof(int), "attention counters");
+      count = g.buf->size() / sizeof(int);
+      TS_CUDA(cudaMemsetAsync(g.buf->data(), 0, g.buf->size(), stream_));
+    }
+    return static_cast<int*>(g.buf->data());
+  }
+
+  // qk_norm_rope is deferred until the next op: when that op is the kv_store of the same qkv (as
+  // the decoder issues them), both run as one fused kernel; anything else launches it first.
+  struct PendingRope {
+    bool on = false;
+    Tensor qkv, q_norm, k_norm, inv_freq;
+    bool has_q = false, has_k = false;
+    int nh = 0, nkv = 0, hd = 0;
+    float eps = 0.f;
+    const int32_t* positions = nullptr;
+  } rope_;
+  // A GEMV whose output an add_rms_norm may consume next is deferred the same way.
+  struct PendingLinear {
+    bool on = false;
+    Tensor x;
+    const CudaWeight* w = nullptr;
+    const float* bias = nullptr;
+    Tensor out;
+  } lin_;
+  GrowBuffer fuse_counter_;
+  size_t fuse_counter_count_ = 0;
+  void flush() {
+    if (lin_.on) {
+      lin_.on = false;
+      linear_->linear(lin_.x, lin_.w->data(), lin_.w->dtype, lin_.w->rows, lin_.w->cols, lin_.bias,
+                      lin_.out, stream_);
+    }
+    if (!rope_.on) return;
+    rope_.on = false;
+    cuda::qk_norm_rope(rope_.qkv, rope_.nh, rope_.nkv, rope_.hd,
+                       rope_.has_q ? &rope_.q_norm : nullptr, rope_.has_k ? &rope_.k_norm : nullptr,
+                       rope_.eps, rope_.positions, rope_.inv_freq, stream_);
+  }
+
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<LinearOps> linear_;
+  CudaBackendControls controls_;
+
+  // weight upload
+  PinnedBuffer staging_[2];
+  cudaEvent_t staging_done_[2] = {nullptr, nullptr};
+  unsigned staging_turn_ = 0;
+  size_t uploaded_ = 0, last_progress_ = 0;
+  bool progress_ = false, progress_line_ = false;
+
+  // scratch arena
+  std::vector<std::unique_ptr<CudaBuffer>> chunks_;
+  size_t chunk_used_ = 0, used_ = 0, high_water_ = 0;
+
+  // batches
+  PinnedBuffer batch_host_;
+  GrowBuffer batch_dev_;
+  cudaEvent_t batch_copied_ = nullptr;
+  struct LastUpload {
+    const int32_t* tokens = nullptr;  // device pointer of the view it describes
+    int n_single = 0;                 // sequences with one new token
+    bool graphable = false;
+    GraphKey key{};
+  } last_;
+
+  // graphs
+  std::map<GraphKey, GraphEntry> graphs_;
+  bool capturing_ = false;
+
+  // attention decode workspace
+  GrowBuffer attn_partials_, attn_counters_, prefill_partials_;
+  size_t attn_counter_count_ = 0;
+
+  // sampling
+  PinnedBuffer sample_host_;
+  GrowBuffer sample_dev_, sample_work_, greedy_dev_, greedy_counters_;
+  size_t greedy_counter_count_ = 0;
+};
+
+}  // namespace tessera::cuda

@@ -1,0 +1,236 @@
+// The CUDA backend's batches: HostBatch -> pinned staging -> one device buffer (decode batches
+// padded to a bucket so that a captured graph can replay them), the CUDA-graph capture and replay
+// of decode steps, and the choice of attention kernels for a ragged batch.
+#include "backend/cuda/cuda_backend_impl.h"
+
+namespace tessera::cuda {
+
+namespace {
+
+// Decode batch-size buckets: 1, 2, 4, 8, then multiples of 16 up to 256, then of 64.
+int bucket_of(int n) {
+  if (n <= 8) {
+    int b = 1;
+    while (b < n) b <<= 1;
+    return b;
+  }
+  if (n <= 256) return (n + 15) / 16 * 16;
+  return (n + 63) / 64 * 64;
+}
+
+int next_pow2(int n) {
+  int b = 1;
+  while (b < n) b <<= 1;
+  return b;
+}
+
+}  // namespace
+
+BatchView CudaBackend::upload(const HostBatch& b) {
+  flush();
+  const int T = b.num_tokens(), S = b.num_seqs(), R = static_cast<int>(b.logit_rows.size());
+  const int G = static_cast<int>(b.groups.size());
+  TS_ASSERT(G <= kMaxKvGroups);
+  bool all_single = S > 0;
+  int n_single = 0, max_q = 0, max_kv = 0;
+  for (int s = 0; s < S; ++s) {
+    all_single &= b.seq_q_len[s] == 1;
+    n_single += b.seq_q_len[s] == 1;
+    max_q = std::max(max_q, b.seq_q_len[s]);
+    max_kv = std::max(max_kv, b.seq_kv_len[s]);
+  }
+  const bool graphable = controls_.graphs && all_single && T == S && S <= kMaxGraphSeqs;
+  const int Sp = graphable ? bucket_of(S) : S;
+  const int Tp = graphable ? Sp : T;
+  const int Rp = graphable && R > 0 ? Sp : R;
+  int mb[kMaxKvGroups] = {0, 0, 0, 0};
+  for (int g = 0; g < G; ++g)
+    mb[g] = graphable ? next_pow2(std::max(1, b.groups[g].max_blocks)) : b.groups[g].max_blocks;
+
+  // Layout of the staged arrays (int32 elements, each array 128-byte aligned).
+  size_t off = 0;
+  auto take = [&](size_t n) {
+    size_t o = off;
+    off += (n + 31) / 32 * 32;
+    return o;
+  };
+  const size_t o_tok = take(Tp), o_pos = take(Tp), o_seq = take(Tp);
+  const size_t o_qs = take(Sp), o_ql = take(Sp), o_kl = take(Sp);
+  size_t o_bt[kMaxKvGroups], o_sm[kMaxKvGroups];
+  for (int g = 0; g < G; ++g) {
+    o_bt[g] = take(static_cast<size_t>(Sp) * mb[g]);
+    o_sm[g] = take(Tp);
+  }
+  const size_t o_lr = take(std::max(Rp, 1));
+  const size_t bytes = off * sizeof(int32_t);
+
+  auto* h = static_cast<int32_t*>(host_staging(bytes));
+  auto put = [&](size_t o, const std::vector<int32_t>& v, size_t n_pad, int32_t fill) {
+    std::copy(v.begin(), v.end(), h + o);
+    std::fill(h + o + v.size(), h + o + n_pad, fill);
+  };
+  put(o_tok, b.tokens, Tp, 0);
+  put(o_pos, b.positions, Tp, 0);
+  put(o_seq, b.token_seq, Tp, 0);
+  for (int t = T; t < Tp; ++t) h[o_seq + t] = S + (t - T);  // padding row t is padding seq t
+  put(o_qs, b.seq_q_start, Sp, 0);
+  for (int s = S; s < Sp; ++s) h[o_qs + s] = T + (s - S);
+  put(o_ql, b.seq_q_len, Sp, 1);
+  put(o_kl, b.seq_kv_len, Sp, 0);  // padding sequences see no keys
+  for (int g = 0; g < G; ++g) {
+    const auto& gr = b.groups[g];
+    int32_t* bt = h + o_bt[g];
+    std::fill(bt, bt + static_cast<size_t>(Sp) * mb[g], -1);
+    for (int s = 0; s < S; ++s)
+      std::copy(gr.block_table.begin() + static_cast<int64_t>(s) * gr.max_blocks,
+                gr.block_table.begin() + static_cast<int64_t>(s + 1) * gr.max_blocks,
+                bt + static_cast<int64_t>(s) * mb[g]);
+    put(o_sm[g], gr.slot_mapping, Tp, -1);  // padding rows write no K/V
+  }
+  put(o_lr, b.logit_rows, std::max(Rp, 1), Tp - 1);
+
+  auto* d = static_cast<int32_t*>(device_batch(bytes));
+  TS_CUDA(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, stream_));
+  TS_CUDA(cudaEventRecord(batch_copied_, stream_));
+
+  BatchView v;
+  v.num_tokens = Tp;
+  v.num_seqs = Sp;
+  v.tokens = d + o_tok;
+  v.positions = d + o_pos;
+  v.token_seq = d + o_seq;
+  v.seq_q_start = d + o_qs;
+  v.seq_q_len = d + o_ql;
+  v.seq_kv_len = d + o_kl;
+  v.max_q_len = max_q;
+  v.max_kv_len = max_kv;
+  v.num_groups = G;
+  for (int g = 0; g < G; ++g) {
+    v.groups[g].block_table = d + o_bt[g];
+    v.groups[g].slot_mapping = d + o_sm[g];
+    v.groups[g].max_blocks = mb[g];
+  }
+  v.logit_rows = d + o_lr;
+  v.num_logit_rows = Rp;
+
+  last_ = LastUpload{};
+  last_.tokens = v.tokens;
+  last_.n_single = n_single + (Sp - S);
+  last_.graphable = graphable;
+  last_.key = GraphKey{Tp, Sp, Rp, G, {mb[0], mb[1], mb[2], mb[3]}};
+  return v;
+}
+
+void CudaBackend::run_forward(const BatchView& b, const std::function<void()>& ops) {
+  if (!controls_.graphs || !last_.graphable || last_.tokens != b.tokens) {
+    ops();
+    flush();
+    return;
+  }
+  GraphEntry& e = graphs_[last_.key];
+  const uint64_t epoch = free_epoch();
+  if (e.exec && e.epoch == epoch) {
+    TS_CUDA(cudaGraphLaunch(e.exec, stream_));
+    return;
+  }
+  if (e.exec) {  // memory it may reference was freed since
+    cudaGraphExecDestroy(e.exec);
+    e.exec = nullptr;
+  }
+  if (!e.warmed) {
+    e.warmed = true;
+    ops();
+    flush();
+    return;
+  }
+  cudaGraph_t graph = nullptr;
+  TS_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  capturing_ = true;
+  try {
+    ops();
+    flush();
+  } catch (...) {
+    rope_.on = false;
+    lin_.on = false;
+    capturing_ = false;
+    cudaStreamEndCapture(stream_, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    throw;
+  }
+  capturing_ = false;
+  TS_CUDA(cudaStreamEndCapture(stream_, &graph));
+  cudaError_t ie = cudaGraphInstantiate(&e.exec, graph, 0);
+  cudaGraphDestroy(graph);
+  TS_CUDA(ie);
+  e.epoch = epoch;
+  if (free_epoch() != epoch) {  // cannot happen (allocations throw while capturing); be safe
+    cudaGraphExecDestroy(e.exec);
+    e.exec = nullptr;
+    ops();
+    flush();
+    return;
+  }
+  TS_CUDA(cudaGraphLaunch(e.exec, stream_));
+}
+
+void CudaBackend::attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv,
+                            const BatchView& b, int group, float scale, int window, float softcap,
+                            Tensor out) {
+  flush();
+  const auto& g = b.groups[group];
+  AttnParams p;
+  p.qkv = qkv.data;
+  p.qkv_stride = qkv.stride;
+  p.qkv_dt = qkv.dtype;
+  p.nh = nh;
+  p.nkv = nkv;
+  p.hd = hd;
+  p.k = kv.k;
+  p.v = kv.v;
+  p.kv_dt = kv.dtype;
+  p.block_size = kv.block_size;
+  p.positions = b.positions;
+  p.token_seq = b.token_seq;
+  p.seq_q_start = b.seq_q_start;
+  p.seq_q_len = b.seq_q_len;
+  p.seq_kv_len = b.seq_kv_len;
+  p.block_table = g.block_table;
+  p.max_blocks = g.max_blocks;
+  p.num_tokens = b.num_tokens;
+  p.num_seqs = b.num_seqs;
+  p.scale = scale;
+  p.window = window;
+  p.softcap = softcap;
+  p.out = out.data;
+  p.out_stride = out.stride;
+  p.out_dt = out.dtype;
+  if (!attention_fast_supported(p)) {
+    attention_generic(p, stream_);
+    return;
+  }
+  const bool any_multi = b.max_q_len > 1;
+  const bool any_single = !any_multi || last_.tokens != b.tokens || last_.n_single > 0;
+  if (any_multi) {
+    const PrefillPlan plan = attention_prefill_plan(p, b.max_q_len, b.max_kv_len);
+    float* part = nullptr;
+    if (plan.nsplit > 1)
+      part = static_cast<float*>(grow(prefill_partials_, plan.partial_floats * sizeof(float),
+                                      "attention prefill partials"));
+    attention_prefill(p, plan, any_single, part, stream_);
+  }
+  if (!any_single) return;
+  const int nsplit = attention_decode_splits(p, g.max_blocks * kv.block_size);
+  if (static_cast<size_t>(nsplit) * kDecodeMaxRep * sizeof(float) >
+      static_cast<size_t>(kDecodeKeysPerSplit) * hd * 2) {  // merge weights outgrow the K tile
+    attention_generic(p, stream_);
+    return;
+  }
+  const size_t nf = attention_decode_partial_floats(p, nsplit);
+  const size_t nc = static_cast<size_t>(b.num_seqs) * nkv;
+  float* part = static_cast<float*>(grow(attn_partials_, nf * sizeof(float), "attention partials"));
+  int* counters = zeroed_counters(attn_counters_, attn_counter_count_, nc);
+  attention_decode(p, nsplit, part, counters, stream_);
+}
+
+}  // namespace tessera::cuda

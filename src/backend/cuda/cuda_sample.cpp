@@ -1,0 +1,142 @@
+// The CUDA backend's sampler, host side: per-row parameters and penalty lists staged to the GPU,
+// the sampling kernels (sampling.cu), and only the ids and requested logprobs copied back.
+#include "backend/cuda/cuda_backend_impl.h"
+
+namespace tessera::cuda {
+
+void CudaBackend::sample(Tensor logits, const SampleBatch& batch, SampleOutput& out) {
+  flush();
+  const int R = static_cast<int>(batch.rows.size());
+  const int V = static_cast<int>(logits.cols);
+  if (R > logits.rows)
+    fail_arg("sample: " + std::to_string(R) + " parameter rows for " + std::to_string(logits.rows) +
+             " logits rows");
+  if (logits.dtype != DType::f32) fail_arg("sample: logits must be f32");
+  int top_n = 0;
+  bool any_lp = false;
+  std::vector<SampleRowDev> rows(R);
+  int work_rows = 0;
+  const auto check_range = [&](int begin, int count, size_t size, const char* what) {
+    if (count < 0 || begin < 0 || static_cast<size_t>(begin) + count > size)
+      fail_arg(std::string("sample: a row's ") + what + " range is outside the batch's list");
+  };
+  for (int r = 0; r < R; ++r) {
+    const SampleParams& p = batch.rows[r];
+    check_range(p.rep_begin, p.rep_count, batch.penalty_ids.size(), "repetition penalty");
+    check_range(p.freq_begin, p.freq_count,
+                std::min(batch.penalty_ids.size(), batch.penalty_counts.size()),
+                "frequency penalty");
+    check_range(p.suppress_begin, p.suppress_count, batch.suppress_ids.size(), "suppression");
+    SampleRowDev& d = rows[r];
+    d.temperature = p.temperature;
+    d.top_k = p.top_k;
+    d.top_p = p.top_p;
+    d.min_p = p.min_p;
+    d.seed = p.seed;
+    d.step = p.step;
+    d.repetition_penalty = p.repetition_penalty;
+    d.presence_penalty = p.presence_penalty;
+    d.frequency_penalty = p.frequency_penalty;
+    d.rep_begin = p.rep_begin;
+    d.rep_count = p.rep_count;
+    d.freq_begin = p.freq_begin;
+    d.freq_count = p.freq_count;
+    d.suppress_begin = p.suppress_begin;
+    d.suppress_count = p.suppress_count;
+    d.want_logprob = p.logprobs || p.top_logprobs > 0;
+    d.top_n = std::max(0, p.top_logprobs);
+    const bool needs_work =
+        p.temperature > 0.f || p.rep_count > 0 || p.freq_count > 0 || p.suppress_count > 0;
+    d.work_row = needs_work ? work_rows++ : -1;
+    top_n = std::max(top_n, d.top_n);
+    any_lp |= d.want_logprob != 0;
+  }
+  for (int32_t id : batch.penalty_ids)
+    if (id < 0 || id >= V)
+      fail_arg("sample: penalty id " + std::to_string(id) + " is outside the vocabulary");
+  for (int32_t id : batch.suppress_ids)
+    if (id < 0 || id >= V)
+      fail_arg("sample: suppressed id " + std::to_string(id) + " is outside the vocabulary");
+
+  bool all_plain_greedy = true;
+  for (const SampleRowDev& d : rows)
+    all_plain_greedy &= d.work_row < 0 && d.temperature <= 0.f && !d.want_logprob && d.top_n == 0;
+  if (all_plain_greedy) {  // the common decode case: ids only, many blocks per row
+    const size_t ids_bytes = (static_cast<size_t>(R) * 4 + 255) / 256 * 256;
+    auto* ws = static_cast<char*>(grow(
+        greedy_dev_, ids_bytes + static_cast<size_t>(R) * kGreedyBlocks * 8, "greedy sampling"));
+    int* counters = zeroed_counters(greedy_counters_, greedy_counter_count_, R);
+    greedy_rows(logits.ptr<const float>(), logits.stride, R, V,
+                reinterpret_cast<float*>(ws + ids_bytes), counters, reinterpret_cast<int32_t*>(ws),
+                stream_);
+    if (sample_host_.size() < static_cast<size_t>(R) * 4)
+      sample_host_ =
+          PinnedBuffer(std::max<size_t>(4096, 2 * static_cast<size_t>(R) * 4), "sampling staging");
+    TS_CUDA(cudaMemcpyAsync(sample_host_.data(), ws, R * 4, cudaMemcpyDeviceToHost, stream_));
+    TS_CUDA(cudaStreamSynchronize(stream_));
+    out.top_n = 0;
+    out.ids.assign(sample_host_.as<int32_t>(), sample_host_.as<int32_t>() + R);
+    out.logprobs.clear();
+    out.top_ids.clear();
+    out.top_logprobs.clear();
+    return;
+  }
+  // Inputs: rows, penalty ids, counts, suppressed ids; outputs: ids, lp, top ids, top lp.
+  const size_t n_pid = batch.penalty_ids.size(), n_pc = batch.penalty_counts.size(),
+               n_sup = batch.suppress_ids.size();
+  auto al = [](size_t b) { return (b + 255) / 256 * 256; };
+  const size_t b_rows = al(R * sizeof(SampleRowDev)), b_pid = al(n_pid * 4), b_pc = al(n_pc * 4),
+               b_sup = al(n_sup * 4);
+  const size_t in_bytes = b_rows + b_pid + b_pc + b_sup;
+  const size_t b_ids = al(R * 4), b_lp = al(R * 4), b_tid = al(static_cast<size_t>(R) * top_n * 4);
+  const size_t out_bytes = b_ids + b_lp + 2 * b_tid;
+  if (sample_host_.size() < in_bytes + out_bytes)
+    sample_host_ = PinnedBuffer(2 * (in_bytes + out_bytes), "sampling staging");
+  char* h = sample_host_.as<char>();
+  std::memcpy(h, rows.data(), R * sizeof(SampleRowDev));
+  std::memcpy(h + b_rows, batch.penalty_ids.data(), n_pid * 4);
+  std::memcpy(h + b_rows + b_pid, batch.penalty_counts.data(), n_pc * 4);
+  std::memcpy(h + b_rows + b_pid + b_pc, batch.suppress_ids.data(), n_sup * 4);
+  char* d = static_cast<char*>(sample_dev_.get(in_bytes + out_bytes, "sampling buffers"));
+  float* work = nullptr;
+  if (work_rows > 0)
+    work = static_cast<float*>(
+        sample_work_.get(static_cast<size_t>(work_rows) * V * sizeof(float), "sampling work rows"));
+  TS_CUDA(cudaMemcpyAsync(d, h, in_bytes, cudaMemcpyHostToDevice, stream_));
+  char* dout = d + in_bytes;
+  sample_rows(logits.ptr<const float>(), logits.stride, R, V,
+              reinterpret_cast<const SampleRowDev*>(d),
+              reinterpret_cast<const int32_t*>(d + b_rows),
+              reinterpret_cast<const int32_t*>(d + b_rows + b_pid),
+              reinterpret_cast<const int32_t*>(d + b_rows + b_pid + b_pc), work,
+              reinterpret_cast<int32_t*>(dout), reinterpret_cast<float*>(dout + b_ids),
+              reinterpret_cast<int32_t*>(dout + b_ids + b_lp),
+              reinterpret_cast<float*>(dout + b_ids + b_lp + b_tid), top_n, stream_);
+  // Only what was asked for crosses back.
+  char* hout = h + in_bytes;
+  const size_t back = any_lp ? out_bytes : b_ids;
+  TS_CUDA(cudaMemcpyAsync(hout, dout, back, cudaMemcpyDeviceToHost, stream_));
+  TS_CUDA(cudaStreamSynchronize(stream_));
+  out.top_n = top_n;
+  out.ids.assign(reinterpret_cast<int32_t*>(hout), reinterpret_cast<int32_t*>(hout) + R);
+  out.logprobs.clear();
+  out.top_ids.assign(static_cast<size_t>(R) * top_n, -1);
+  out.top_logprobs.assign(static_cast<size_t>(R) * top_n, -std::numeric_limits<float>::infinity());
+  if (any_lp) {
+    out.logprobs.assign(R, 0.f);
+    const float* lp = reinterpret_cast<const float*>(hout + b_ids);
+    const int32_t* tid = reinterpret_cast<const int32_t*>(hout + b_ids + b_lp);
+    const float* tlp = reinterpret_cast<const float*>(hout + b_ids + b_lp + b_tid);
+    for (int r = 0; r < R; ++r) {
+      if (!rows[r].want_logprob) continue;
+      out.logprobs[r] = lp[r];
+      for (int k = 0; k < rows[r].top_n; ++k) {
+        out.top_ids[static_cast<size_t>(r) * top_n + k] = tid[static_cast<size_t>(r) * top_n + k];
+        out.top_logprobs[static_cast<size_t>(r) * top_n + k] =
+            tlp[static_cast<size_t>(r) * top_n + k];
+      }
+    }
+  }
+}
+
+}  // namespace tessera::cuda

@@ -1,0 +1,38 @@
+// The sampler chain on the GPU (launcher): penalties, suppression, temperature, top-k, top-p,
+// min-p and the seeded pick, plus raw logprobs and top-N, with the semantics documented on
+// SampleParams in backend.h. One block per logits row.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace tessera::cuda {
+
+struct SampleRowDev {
+  float temperature;
+  int top_k;
+  float top_p, min_p;
+  unsigned long long seed, step;
+  float repetition_penalty, presence_penalty, frequency_penalty;
+  int rep_begin, rep_count, freq_begin, freq_count, suppress_begin, suppress_count;
+  int want_logprob;  // chosen token's logprob
+  int top_n;         // this row's top_logprobs
+  int work_row;      // row of the work buffer, -1 when the row needs none
+};
+
+// logits: [R, V] f32 with row stride `stride`. work: [rows needing it, V] f32.
+// ids [R]; lp [R]; top_ids / top_lp [R, top_n_max].
+void sample_rows(const float* logits, int64_t stride, int R, int V, const SampleRowDev* rows,
+                 const int32_t* penalty_ids, const int32_t* penalty_counts,
+                 const int32_t* suppress_ids, float* work, int32_t* ids, float* lp,
+                 int32_t* top_ids, float* top_lp, int top_n_max, cudaStream_t st);
+
+// Greedy ids only (no penalties, no logprobs): each row is scanned by kGreedyBlocks blocks with
+// 16-byte loads and the last one to finish merges their (max, id) pairs. `part` holds
+// 2 * kGreedyBlocks words per row; `counters` R zeros (left zero).
+constexpr int kGreedyBlocks = 32;
+void greedy_rows(const float* logits, int64_t stride, int R, int V, float* part, int* counters,
+                 int32_t* ids, cudaStream_t st);
+
+}  // namespace tessera::cuda

@@ -1,0 +1,173 @@
+// Attention over the paged cache: ragged batches mixing prefill chunks and single-token decodes,
+// full and sliding windows (chunks crossing the window, released blocks marked -1), softcap, GQA
+// at Gemma-3-1B's shape (4 q heads on 1 kv head of 256) and others, against the CPU op. Cache
+// slots a sequence may not read hold NaN, so reading one fails the comparison.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "cuda_test_util.h"
+#ifdef TESSERA_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
+
+namespace tessera::cudatest {
+namespace {
+
+struct SeqSpec {
+  int q_len, kv_len;
+};
+
+struct AttnCase {
+  int nh, nkv, hd, window;
+  float softcap;
+  DType kv_dt;
+  std::vector<SeqSpec> seqs;
+};
+
+// Builds the batch (one KV group), a cache holding random K/V at every position a sequence has
+// written (NaN elsewhere, and in blocks the window released) and runs both backends.
+void run_case(const AttnCase& c, bool graphs_off = true) {
+#ifdef TESSERA_HAVE_CUDA
+  auto* ctl = cuda::cuda_controls(*cuda());
+  const bool old_graphs = ctl->graphs;
+  ctl->graphs = !graphs_off;
+#endif
+  const int bs = 16;
+  HostBatch hb;
+  hb.groups.resize(1);
+  int max_blocks = 1, total_blocks = 0;
+  for (const auto& s : c.seqs) {
+    max_blocks = std::max(max_blocks, (s.kv_len + bs - 1) / bs);
+    total_blocks += (s.kv_len + bs - 1) / bs;
+  }
+  std::vector<int> phys(total_blocks + 3);  // a few blocks no sequence owns
+  std::iota(phys.begin(), phys.end(), 0);
+  std::shuffle(phys.begin(), phys.end(), rng());
+  const int nblocks = static_cast<int>(phys.size());
+  const int slot_elems = c.nkv * c.hd;
+  std::vector<float> kh(static_cast<size_t>(nblocks) * bs * slot_elems, NAN), vh = kh;
+  std::normal_distribution<float> nd(0.f, 1.f);
+  hb.groups[0].max_blocks = max_blocks;
+  hb.groups[0].block_table.assign(c.seqs.size() * max_blocks, -1);
+  int next = 0;
+  for (size_t s = 0; s < c.seqs.size(); ++s) {
+    const SeqSpec& q = c.seqs[s];
+    const int first_new = q.kv_len - q.q_len;
+    const int first_needed = c.window > 0 ? std::max(0, first_new - c.window + 1) : 0;
+    for (int b = 0; b < (q.kv_len + bs - 1) / bs; ++b) {
+      const int pb = phys[next++];
+      if ((b + 1) * bs <= first_needed) continue;  // released by the window
+      hb.groups[0].block_table[s * max_blocks + b] = pb;
+      for (int o = 0; o < bs && b * bs + o < q.kv_len; ++o)
+        for (int i = 0; i < slot_elems; ++i) {
+          kh[(static_cast<size_t>(pb) * bs + o) * slot_elems + i] = nd(rng());
+          vh[(static_cast<size_t>(pb) * bs + o) * slot_elems + i] = nd(rng());
+        }
+    }
+    hb.seq_q_start.push_back(hb.num_tokens());
+    hb.seq_q_len.push_back(q.q_len);
+    hb.seq_kv_len.push_back(q.kv_len);
+    for (int i = 0; i < q.q_len; ++i) {
+      const int pos = first_new + i;
+      hb.tokens.push_back(1);
+      hb.positions.push_back(pos);
+      hb.token_seq.push_back(static_cast<int>(s));
+      const int blk = hb.groups[0].block_table[s * max_blocks + pos / bs];
+      hb.groups[0].slot_mapping.push_back(blk * bs + pos % bs);
+      hb.logit_rows.push_back(hb.num_tokens() - 1);
+    }
+  }
+  const int T = hb.num_tokens();
+  const BatchView vc = cpu().upload(hb);
+  const BatchView vg = cuda()->upload(hb);
+  const int Tg = vg.num_tokens;  // padded when graphs are on
+  ASSERT_GE(Tg, T);
+  const int qkv_cols = (c.nh + 2 * c.nkv) * c.hd, out_cols = c.nh * c.hd;
+  auto qh = randn(static_cast<size_t>(Tg) * qkv_cols, 1.5f);
+  Pair qkv = make_pair(Tg, qkv_cols, DType::bf16, qh);
+  Pair k = make_pair(nblocks * bs, slot_elems, c.kv_dt, kh);
+  Pair v = make_pair(nblocks * bs, slot_elems, c.kv_dt, vh);
+  Pair out = random_pair(Tg, out_cols, DType::bf16);
+  poison(out);
+  KvLayerView kc{k.c.view.data, v.c.view.data, c.kv_dt, nblocks, bs, c.nkv, c.hd};
+  KvLayerView kg{k.g.view.data, v.g.view.data, c.kv_dt, nblocks, bs, c.nkv, c.hd};
+  const float scale = 1.f / std::sqrt(static_cast<float>(c.hd));
+  cpu().attention(qkv.c.view.rows_from(0, T), c.nh, c.nkv, c.hd, kc, vc, 0, scale, c.window,
+                  c.softcap, out.c.view.rows_from(0, T));
+  cuda()->attention(qkv.g.view, c.nh, c.nkv, c.hd, kg, vg, 0, scale, c.window, c.softcap,
+                    out.g.view);
+  auto g = read(*cuda(), out.g, DType::bf16);
+  auto r = read(cpu(), out.c, DType::bf16);
+  std::vector<float> gr(g.begin(), g.begin() + static_cast<size_t>(T) * out_cols);
+  std::vector<float> rr(r.begin(), r.begin() + static_cast<size_t>(T) * out_cols);
+  EXPECT_LT(rel_err(gr, rr), 1e-2) << "nh " << c.nh << " nkv " << c.nkv << " hd " << c.hd
+                                   << " window " << c.window << " softcap " << c.softcap;
+  // Per-sequence check, so that a wrong short sequence does not hide behind a long one.
+  for (size_t s = 0; s < c.seqs.size(); ++s) {
+    const size_t a = static_cast<size_t>(hb.seq_q_start[s]) * out_cols;
+    const size_t e = a + static_cast<size_t>(hb.seq_q_len[s]) * out_cols;
+    EXPECT_LT(rel_err({gr.begin() + a, gr.begin() + e}, {rr.begin() + a, rr.begin() + e}), 1e-2)
+        << "sequence " << s << " (q " << c.seqs[s].q_len << ", kv " << c.seqs[s].kv_len << ")";
+  }
+  // Padding rows (graph buckets) attend to nothing: zeros, not NaN.
+  for (size_t i = static_cast<size_t>(T) * out_cols; i < g.size(); ++i)
+    ASSERT_EQ(g[i], 0.f) << "padding row element " << i;
+#ifdef TESSERA_HAVE_CUDA
+  ctl->graphs = old_graphs;
+#endif
+}
+
+const std::vector<SeqSpec> kMixed = {{600, 600}, {1, 1000}, {37, 700}, {1, 5},
+                                     {1, 3000},  {2, 2},    {130, 130}};
+
+TEST(CudaAttention, GemmaShapeMixedBatchFullAndSliding) {
+  TS_REQUIRE_CUDA();
+  for (int window : {0, 512})
+    for (float cap : {0.f, 50.f}) run_case({4, 1, 256, window, cap, DType::bf16, kMixed});
+}
+
+// Few row tiles: the prefill kernel splits each row tile's keys and a merge kernel combines them.
+TEST(CudaAttention, ShortBatchesSplitTheKeys) {
+  TS_REQUIRE_CUDA();
+  run_case({4, 1, 256, 0, 0.f, DType::bf16, {{300, 300}}});
+  run_case({4, 1, 256, 512, 0.f, DType::bf16, {{600, 600}, {1, 1000}}});
+  run_case({4, 1, 256, 512, 30.f, DType::bf16, {{37, 700}, {2, 2}}});
+  run_case({8, 2, 128, 0, 0.f, DType::bf16, {{513, 1100}}});
+}
+
+TEST(CudaAttention, OtherHeadShapes) {
+  TS_REQUIRE_CUDA();
+  run_case({8, 2, 128, 0, 0.f, DType::bf16, kMixed});
+  run_case({4, 4, 64, 100, 0.f, DType::bf16, {{300, 300}, {1, 450}, {17, 260}}});
+  run_case({14, 2, 64, 0, 0.f, DType::bf16, {{77, 77}, {1, 33}}});  // 7 q heads per kv head
+}
+
+TEST(CudaAttention, GenericPathF32CacheAndSmallHeads) {
+  TS_REQUIRE_CUDA();
+  run_case({4, 1, 256, 512, 0.f, DType::f32, {{40, 600}, {1, 700}}});
+  run_case({4, 1, 32, 64, 0.f, DType::bf16, {{100, 100}, {1, 90}, {3, 70}}});  // gemma3-tiny
+}
+
+TEST(CudaAttention, DecodeOnlyBatchesLongContexts) {
+  TS_REQUIRE_CUDA();
+  run_case({4, 1, 256, 0, 0.f, DType::bf16, {{1, 4100}, {1, 1}, {1, 129}, {1, 128}, {1, 257}}});
+  run_case({4, 1, 256, 512, 0.f, DType::bf16, {{1, 4100}, {1, 513}, {1, 640}}});
+}
+
+TEST(CudaAttention, PaddedDecodeBucketAttendsToNothing) {
+  TS_REQUIRE_CUDA();
+  // Three sequences pad to a bucket of four: the padding row must come out as zeros.
+  run_case({4, 1, 256, 512, 0.f, DType::bf16, {{1, 700}, {1, 20}, {1, 513}}}, false);
+  run_case({4,
+            1,
+            256,
+            0,
+            0.f,
+            DType::bf16,
+            {{1, 9}, {1, 20}, {1, 33}, {1, 44}, {1, 55}, {1, 66}, {1, 77}, {1, 88}, {1, 99}}},
+           false);
+}
+
+}  // namespace
+}  // namespace tessera::cudatest

@@ -1,0 +1,349 @@
+// The op harness: every CUDA op against the CPU op on fresh random inputs, at Gemma-3-1B shapes
+// (hidden 1152, 4 q heads / 1 kv head of 256, intermediate 6912) and awkward ones (odd sizes,
+// strided views, rows that miss the vector paths). Skips without a GPU.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "cuda_test_util.h"
+#include "tessera/error.h"
+#ifdef TESSERA_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
+
+namespace tessera::cudatest {
+
+ComputeBackend& cpu() {
+  static auto b = make_cpu_backend();
+  return *b;
+}
+ComputeBackend* cuda() {
+  static auto b = make_cuda_backend();
+  return b.get();
+}
+
+namespace {
+
+constexpr double kBf16Tol = 1e-2;
+
+DeviceArray upload_i32(ComputeBackend& be, const std::vector<int32_t>& v) {
+  DeviceArray a =
+      be.alloc_array(1, static_cast<int64_t>(std::max<size_t>(v.size(), 1)), DType::i32, "ids");
+  if (!v.empty()) be.copy_to_device(a.view.data, v.data(), v.size() * 4);
+  return a;
+}
+
+TEST(CudaOps, RmsNorm) {
+  TS_REQUIRE_CUDA();
+  struct Case {
+    int rows, cols;
+    DType in, out;
+  };
+  for (Case c : {Case{1, 1152, DType::f32, DType::bf16}, Case{37, 1152, DType::f32, DType::bf16},
+                 Case{5, 5000, DType::bf16, DType::f32}, Case{3, 100, DType::bf16, DType::bf16}}) {
+    Pair x = random_pair(c.rows, c.cols, c.in, 3.f);
+    Pair w = make_pair(1, c.cols, DType::f32, randn(c.cols, 0.3f, 1.f));
+    Pair out = random_pair(c.rows, c.cols, c.out);
+    poison(out);
+    cpu().rms_norm(x.c.view, w.c.view, 1e-6f, out.c.view);
+    cuda()->rms_norm(x.g.view, w.g.view, 1e-6f, out.g.view);
+    EXPECT_LT(pair_err(out), c.out == DType::f32 ? 1e-5 : kBf16Tol) << c.rows << "x" << c.cols;
+  }
+}
+
+TEST(CudaOps, AddRmsNorm) {
+  TS_REQUIRE_CUDA();
+  for (int variant = 0; variant < 4; ++variant) {
+    const bool with_wy = variant & 1, with_out = variant & 2;
+    for (int cols : {1152, 4500, 77}) {
+      const int rows = 19;
+      Pair res = random_pair(rows, cols, DType::f32, 2.f);
+      Pair y = random_pair(rows, cols, DType::bf16, 1.f);
+      Pair wy = make_pair(1, cols, DType::f32, randn(cols, 0.2f, 1.f));
+      Pair wo = make_pair(1, cols, DType::f32, randn(cols, 0.2f, 1.f));
+      Pair out = random_pair(rows, cols, DType::bf16);
+      poison(out);
+      cpu().add_rms_norm(res.c.view, y.c.view, with_wy ? &wy.c.view : nullptr,
+                         with_out ? &wo.c.view : nullptr, 1e-6f, out.c.view);
+      cuda()->add_rms_norm(res.g.view, y.g.view, with_wy ? &wy.g.view : nullptr,
+                           with_out ? &wo.g.view : nullptr, 1e-6f, out.g.view);
+      EXPECT_LT(pair_err(res), 1e-5) << "residual, variant " << variant << " cols " << cols;
+      if (with_out) {
+        EXPECT_LT(pair_err(out), kBf16Tol) << "out, variant " << variant;
+      }
+    }
+  }
+}
+
+TEST(CudaOps, QkNormRope) {
+  TS_REQUIRE_CUDA();
+  struct Case {
+    int T, nh, nkv, hd, extra_cols;
+    bool qn, kn;
+  };
+  for (Case c : {Case{37, 4, 1, 256, 0, true, true}, Case{1, 4, 1, 256, 0, true, true},
+                 Case{9, 4, 1, 32, 0, false, false}, Case{5, 8, 2, 128, 16, true, false}}) {
+    const int cols = (c.nh + 2 * c.nkv) * c.hd;
+    Pair qkv = random_pair(c.T, cols + c.extra_cols, DType::bf16, 2.f);
+    std::vector<int32_t> pos(c.T);
+    std::uniform_int_distribution<int> pd(0, 30000);
+    for (auto& p : pos) p = pd(rng());
+    DeviceArray pc = upload_i32(cpu(), pos), pg = upload_i32(*cuda(), pos);
+    std::vector<float> inv(c.hd / 2);
+    for (int i = 0; i < c.hd / 2; ++i) inv[i] = std::pow(10000.f, -2.f * i / c.hd);
+    Pair invp = make_pair(1, c.hd / 2, DType::f32, inv);
+    Pair qn = make_pair(1, c.hd, DType::f32, randn(c.hd, 0.2f, 1.f));
+    Pair kn = make_pair(1, c.hd, DType::f32, randn(c.hd, 0.2f, 1.f));
+    Tensor vc = qkv.c.view.cols_from(0, cols), vg = qkv.g.view.cols_from(0, cols);
+    cpu().qk_norm_rope(vc, c.nh, c.nkv, c.hd, c.qn ? &qn.c.view : nullptr,
+                       c.kn ? &kn.c.view : nullptr, 1e-6f, pc.view.ptr<int32_t>(), invp.c.view);
+    cuda()->qk_norm_rope(vg, c.nh, c.nkv, c.hd, c.qn ? &qn.g.view : nullptr,
+                         c.kn ? &kn.g.view : nullptr, 1e-6f, pg.view.ptr<int32_t>(), invp.g.view);
+    EXPECT_LT(pair_err(qkv), kBf16Tol) << "T " << c.T << " hd " << c.hd;
+  }
+}
+
+TEST(CudaOps, KvStoreWritesOnlyItsSlots) {
+  TS_REQUIRE_CUDA();
+  for (DType kdt : {DType::bf16, DType::f32}) {
+    const int nh = 4, nkv = 1, hd = 256, bs = 16, nblocks = 8, T = 21;
+    const int slot_elems = nkv * hd;
+    Pair qkv = random_pair(T, (nh + 2 * nkv) * hd, DType::bf16);
+    Pair k = random_pair(nblocks * bs, slot_elems, kdt),
+         v = random_pair(nblocks * bs, slot_elems, kdt);
+    poison(k);
+    poison(v);
+    std::vector<int32_t> slots(nblocks * bs);
+    std::iota(slots.begin(), slots.end(), 0);
+    std::shuffle(slots.begin(), slots.end(), rng());
+    slots.resize(T);
+    slots[3] = -1;  // a padding row writes nothing
+    DeviceArray sc = upload_i32(cpu(), slots), sg = upload_i32(*cuda(), slots);
+    KvLayerView kc{k.c.view.data, v.c.view.data, kdt, nblocks, bs, nkv, hd};
+    KvLayerView kg{k.g.view.data, v.g.view.data, kdt, nblocks, bs, nkv, hd};
+    cpu().kv_store(qkv.c.view, nh, nkv, hd, kc, sc.view.ptr<int32_t>());
+    cuda()->kv_store(qkv.g.view, nh, nkv, hd, kg, sg.view.ptr<int32_t>());
+    for (Pair* p : {&k, &v}) {
+      auto g = read(*cuda(), p->g, kdt), c = read(cpu(), p->c, kdt);
+      std::vector<bool> written(nblocks * bs, false);
+      for (int s : slots)
+        if (s >= 0) written[s] = true;
+      std::vector<float> gw, cw;
+      int stray = 0;
+      for (int s = 0; s < nblocks * bs; ++s) {
+        for (int i = 0; i < slot_elems; ++i) {
+          if (written[s]) {
+            gw.push_back(g[s * slot_elems + i]);
+            cw.push_back(c[s * slot_elems + i]);
+          } else if (!std::isnan(g[s * slot_elems + i])) {
+            ++stray;
+          }
+        }
+      }
+      EXPECT_EQ(rel_err(gw, cw), 0.0);
+      EXPECT_EQ(stray, 0) << "values written outside the mapped slots";
+    }
+  }
+}
+
+// The decoder's rope then kv_store on the same qkv run as one fused kernel on CUDA: the cache and
+// the rotated qkv must match the two CPU ops.
+TEST(CudaOps, RopeThenKvStoreFused) {
+  TS_REQUIRE_CUDA();
+  const int T = 13, nh = 4, nkv = 1, hd = 256, bs = 16, nblocks = 4;
+  Pair qkv = random_pair(T, (nh + 2 * nkv) * hd, DType::bf16, 2.f);
+  Pair k = random_pair(nblocks * bs, nkv * hd, DType::bf16),
+       v = random_pair(nblocks * bs, nkv * hd, DType::bf16);
+  std::vector<int32_t> pos(T), slots(T);
+  for (int t = 0; t < T; ++t) pos[t] = 40 + t, slots[t] = (t * 5) % (nblocks * bs);
+  slots[4] = -1;
+  DeviceArray pc = upload_i32(cpu(), pos), pg = upload_i32(*cuda(), pos);
+  DeviceArray sc = upload_i32(cpu(), slots), sg = upload_i32(*cuda(), slots);
+  std::vector<float> inv(hd / 2);
+  for (int i = 0; i < hd / 2; ++i) inv[i] = std::pow(10000.f, -2.f * i / hd);
+  Pair invp = make_pair(1, hd / 2, DType::f32, inv);
+  Pair qn = make_pair(1, hd, DType::f32, randn(hd, 0.2f, 1.f));
+  Pair kn = make_pair(1, hd, DType::f32, randn(hd, 0.2f, 1.f));
+  KvLayerView kc{k.c.view.data, v.c.view.data, DType::bf16, nblocks, bs, nkv, hd};
+  KvLayerView kg{k.g.view.data, v.g.view.data, DType::bf16, nblocks, bs, nkv, hd};
+  cpu().qk_norm_rope(qkv.c.view, nh, nkv, hd, &qn.c.view, &kn.c.view, 1e-6f, pc.view.ptr<int32_t>(),
+                     invp.c.view);
+  cpu().kv_store(qkv.c.view, nh, nkv, hd, kc, sc.view.ptr<int32_t>());
+  cuda()->qk_norm_rope(qkv.g.view, nh, nkv, hd, &qn.g.view, &kn.g.view, 1e-6f,
+                       pg.view.ptr<int32_t>(), invp.g.view);
+  cuda()->kv_store(qkv.g.view, nh, nkv, hd, kg, sg.view.ptr<int32_t>());
+  EXPECT_LT(pair_err(qkv), kBf16Tol);
+  EXPECT_LT(pair_err(k), kBf16Tol);
+  EXPECT_EQ(pair_err(v), 0.0);
+}
+
+TEST(CudaOps, GatedAct) {
+  TS_REQUIRE_CUDA();
+  for (Activation act : {Activation::gelu_tanh, Activation::silu}) {
+    struct Case {
+      int rows, I;
+      DType out;
+    };
+    for (Case c : {Case{1, 6912, DType::bf16}, Case{33, 6912, DType::bf16},
+                   Case{7, 100, DType::bf16}, Case{4, 64, DType::f32}}) {
+      Pair gu = random_pair(c.rows, 2 * c.I, DType::bf16, 2.f);
+      Pair out = random_pair(c.rows, c.I, c.out);
+      poison(out);
+      cpu().gated_act(gu.c.view, act, out.c.view);
+      cuda()->gated_act(gu.g.view, act, out.g.view);
+      EXPECT_LT(pair_err(out), c.out == DType::f32 ? 1e-5 : kBf16Tol) << c.rows << "x" << c.I;
+    }
+  }
+}
+
+TEST(CudaOps, Softcap) {
+  TS_REQUIRE_CUDA();
+  Pair x = random_pair(3, 1001, DType::f32, 40.f);
+  cpu().softcap(x.c.view, 30.f);
+  cuda()->softcap(x.g.view, 30.f);
+  EXPECT_LT(pair_err(x), 1e-6);
+}
+
+TEST(CudaOps, EmbedMatchesGemmaRounding) {
+  TS_REQUIRE_CUDA();
+  for (DType dt : {DType::bf16, DType::f32}) {
+    const int V = 1000, H = 1152, n = 13;
+    WeightPair table = make_weight(V, H, dt, 0.02f);
+    std::vector<int32_t> ids(n);
+    std::uniform_int_distribution<int> d(0, V - 1);
+    for (auto& i : ids) i = d(rng());
+    DeviceArray ic = upload_i32(cpu(), ids), ig = upload_i32(*cuda(), ids);
+    Pair out = random_pair(n, H, DType::f32);
+    poison(out);
+    const float scale = std::sqrt(1152.f);
+    cpu().embed(*table.c, ic.view.ptr<int32_t>(), n, scale, true, out.c.view);
+    cuda()->embed(*table.g, ig.view.ptr<int32_t>(), n, scale, true, out.g.view);
+    EXPECT_EQ(pair_err(out), 0.0) << dtype_name(dt);
+  }
+}
+
+TEST(CudaOps, GatherRows) {
+  TS_REQUIRE_CUDA();
+  Pair x = random_pair(50, 1152, DType::f32);
+  std::vector<int32_t> rows = {49, 0, 7, 7, 31};
+  DeviceArray rc = upload_i32(cpu(), rows), rg = upload_i32(*cuda(), rows);
+  Pair out = random_pair(5, 1152, DType::f32);
+  poison(out);
+  cpu().gather_rows(x.c.view, rc.view.ptr<int32_t>(), 5, out.c.view);
+  cuda()->gather_rows(x.g.view, rg.view.ptr<int32_t>(), 5, out.g.view);
+  EXPECT_EQ(pair_err(out), 0.0);
+}
+
+#ifdef TESSERA_HAVE_CUDA
+// Every GEMM path (auto, GEMV, cuBLASLt, tiled) at decode, prefill and LM-head shapes.
+TEST(CudaOps, LinearAllPaths) {
+  TS_REQUIRE_CUDA();
+  auto* ctl = cuda::cuda_controls(*cuda());
+  ASSERT_NE(ctl, nullptr);
+  struct Case {
+    int M, N, K;
+    DType out;
+    bool bias;
+  };
+  const Case cases[] = {{1, 1536, 1152, DType::bf16, false},   {3, 1152, 1024, DType::bf16, false},
+                        {8, 13824, 1152, DType::bf16, false},  {5, 1152, 6912, DType::bf16, true},
+                        {9, 2048, 1152, DType::bf16, false},   {64, 2048, 1152, DType::bf16, true},
+                        {300, 1536, 1152, DType::bf16, false}, {7, 100, 72, DType::bf16, false},
+                        {3, 50, 30, DType::bf16, false},       {2, 32768, 1152, DType::f32, false},
+                        {128, 4096, 1152, DType::f32, false}};
+  for (const Case& c : cases) {
+    WeightPair w = make_weight(c.N, c.K, DType::bf16);
+    Pair x = random_pair(c.M, c.K, DType::bf16);
+    Pair bias = make_pair(1, c.N, DType::f32, randn(c.N, 0.5f));
+    Pair ref = random_pair(c.M, c.N, c.out);
+    cpu().linear(x.c.view, *w.c, c.bias ? &bias.c.view : nullptr, ref.c.view);
+    const auto want = read(cpu(), ref.c, c.out);
+    for (int path : {0, 1, 2, 3}) {
+      Pair out = random_pair(c.M, c.N, c.out);
+      poison(out);
+      ctl->linear_path = path;
+      cuda()->linear(x.g.view, *w.g, c.bias ? &bias.g.view : nullptr, out.g.view);
+      ctl->linear_path = 0;
+      EXPECT_LT(rel_err(read(*cuda(), out.g, c.out), want), c.out == DType::f32 ? 1e-4 : kBf16Tol)
+          << "M " << c.M << " N " << c.N << " K " << c.K << " path " << path;
+    }
+  }
+}
+#endif
+
+// A GEMV followed by an add_rms_norm of its output runs as one kernel on CUDA (the GEMV's last
+// block does the norm): residual and normed output must match the two CPU ops, with and without
+// the norm on y and on the output.
+#ifdef TESSERA_HAVE_CUDA
+TEST(CudaOps, GemvThenAddRmsNormFused) {
+  TS_REQUIRE_CUDA();
+  auto* ctl = cuda::cuda_controls(*cuda());
+  const bool old = ctl->fuse_norm;
+  ctl->fuse_norm = true;
+  for (int M : {1, 2, 5}) {
+    for (int variant = 0; variant < 3; ++variant) {
+      const int N = 1152, K = variant == 2 ? 6912 : 1024;
+      WeightPair w = make_weight(N, K, DType::bf16);
+      Pair x = random_pair(M, K, DType::bf16);
+      Pair y = random_pair(M, N, DType::bf16);
+      Pair res = random_pair(M, N, DType::f32, 2.f);
+      Pair wy = make_pair(1, N, DType::f32, randn(N, 0.2f, 1.f));
+      Pair wo = make_pair(1, N, DType::f32, randn(N, 0.2f, 1.f));
+      Pair h = random_pair(M, N, DType::bf16);
+      poison(y);
+      poison(h);
+      const Tensor* wyc = variant == 1 ? nullptr : &wy.c.view;
+      const Tensor* wyg = variant == 1 ? nullptr : &wy.g.view;
+      const Tensor* woc = variant == 2 ? nullptr : &wo.c.view;
+      const Tensor* wog = variant == 2 ? nullptr : &wo.g.view;
+      cpu().linear(x.c.view, *w.c, nullptr, y.c.view);
+      cpu().add_rms_norm(res.c.view, y.c.view, wyc, woc, 1e-6f, h.c.view);
+      cuda()->linear(x.g.view, *w.g, nullptr, y.g.view);
+      cuda()->add_rms_norm(res.g.view, y.g.view, wyg, wog, 1e-6f, h.g.view);
+      EXPECT_LT(pair_err(y), kBf16Tol) << "M " << M << " variant " << variant;
+      EXPECT_LT(pair_err(res), kBf16Tol) << "M " << M << " variant " << variant;
+      if (woc) {
+        EXPECT_LT(pair_err(h), kBf16Tol) << "M " << M << " variant " << variant;
+      }
+    }
+  }
+  ctl->fuse_norm = old;
+}
+#endif
+
+TEST(CudaOps, LinearF32WeightsAndStridedInput) {
+  TS_REQUIRE_CUDA();
+  WeightPair w = make_weight(300, 200, DType::f32);
+  Pair x = random_pair(4, 216, DType::bf16);  // a [4, 200] view with row stride 216
+  Tensor xc = x.c.view.cols_from(0, 200), xg = x.g.view.cols_from(0, 200);
+  Pair out = random_pair(4, 300, DType::bf16);
+  poison(out);
+  cpu().linear(xc, *w.c, nullptr, out.c.view);
+  cuda()->linear(xg, *w.g, nullptr, out.g.view);
+  EXPECT_LT(pair_err(out), kBf16Tol);
+}
+
+TEST(CudaOps, MemoryLimitFailsCleanly) {
+  TS_REQUIRE_CUDA();
+  MemoryTracker& t = memory_tracker(Device::cuda);
+  const size_t before = t.active();
+  t.set_limit(before + (64u << 20));
+  try {
+    auto b = cuda()->alloc(1u << 30, "a test allocation over the limit");
+    t.set_limit(0);
+    FAIL() << "allocation over the limit succeeded";
+  } catch (const Error& e) {
+    t.set_limit(0);
+    EXPECT_EQ(e.kind(), ErrorKind::out_of_memory);
+    EXPECT_NE(std::string(e.what()).find("a test allocation"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(t.active(), before);
+  {
+    auto b = cuda()->alloc(32u << 20, "tracked");
+    EXPECT_EQ(t.active(), before + (32u << 20));
+  }
+  EXPECT_EQ(t.active(), before);
+}
+
+}  // namespace
+}  // namespace tessera::cudatest
