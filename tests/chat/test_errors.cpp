@@ -88,7 +88,7 @@ TEST(ChatTemplateErrors, RaiseExceptionMessageIsVerbatim) {
 }
 
 TEST(ChatTemplateErrors, DeepNestingIsAnErrorNotACrash) {
-  for (const std::string& open : {"(", "[", "not ", "-", "{% if x %}"}) {
+  for (const std::string open : {"(", "[", "not ", "-", "{% if x %}"}) {
     std::string t = open == "{% if x %}" ? "" : "{{ ";
     for (int k = 0; k < 5000; ++k) t += open;
     t += "1";

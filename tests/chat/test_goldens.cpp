@@ -93,8 +93,9 @@ TEST_P(Goldens, MatchTransformers) {
       } catch (const Error& e) {
         EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
         // raise_exception messages come through verbatim.
-        if (c["error_type"] == "TemplateError")
+        if (c["error_type"] == "TemplateError") {
           EXPECT_EQ(std::string(e.what()), c["error"].get<std::string>());
+        }
       }
     }
   }
