@@ -79,8 +79,14 @@ ChoiceRun::ChoiceRun(ServerState& state, std::string endpoint, std::vector<Choic
   done_.assign(specs_.size(), 0);
   results_.resize(specs_.size());
   remaining_ = k;
-  streams_.reserve(specs_.size());
-  for (const auto& s : specs_) streams_.push_back(state_.engine.submit(s.prompt_ids, s.gen));
+  try {
+    streams_.reserve(specs_.size());
+    for (const auto& s : specs_) streams_.push_back(state_.engine.submit(s.prompt_ids, s.gen));
+  } catch (...) {
+    // No destructor runs for a half-built run: give the slots back (dropped streams cancel).
+    state_.release(reserved_);
+    throw;
+  }
 }
 
 ChoiceRun::~ChoiceRun() {

@@ -30,6 +30,12 @@ HttpServer::HttpServer(Engine& engine, ServerOptions opts)
   };
   http_->set_payload_max_length(state_.opts.max_body_bytes);
   http_->set_tcp_nodelay(true);  // chunks go out as soon as they are written
+  // httplib's default also sets SO_REUSEPORT, which lets a second server bind the same port
+  // silently; SO_REUSEADDR alone still allows a restart over TIME_WAIT connections.
+  http_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   http_->set_keep_alive_max_count(1000);
   install_guards(*http_, state_);
   register_completion_routes(*http_, state_);
