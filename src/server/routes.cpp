@@ -70,7 +70,39 @@ void set_error(httplib::Response& res, const ApiError& e) {
 }
 
 nlohmann::json request_json(const RequestContext& ctx) {
-  return parse_json_body(ctx.req.body);
+  return parse_json_body(ctx.body);
+}
+
+void post(httplib::Server& svr, ServerState& state, const char* pattern, const char* endpoint,
+          RouteHandler fn) {
+  svr.Post(pattern, [&state, endpoint, fn](const httplib::Request& req, httplib::Response& res,
+                                           const httplib::ContentReader& reader) {
+    handle(state, endpoint, req, res, [&](RequestContext& ctx) {
+      if (req.is_multipart_form_data())
+        bad_request(
+            "multipart bodies are not accepted: send a JSON object (Content-Type: "
+            "application/json)");
+      const size_t limit = state.opts.max_body_bytes;
+      bool too_large = false;
+      const bool ok = reader([&](const char* data, size_t n) {
+        if (ctx.body.size() + n > limit) {
+          too_large = true;
+          return false;
+        }
+        ctx.body.append(data, n);
+        return true;
+      });
+      // httplib sets 413 itself when Content-Length alone exceeds the payload limit.
+      if (too_large || res.status == 413)
+        throw ApiError(
+            413,
+            "the request body exceeds the server's limit of " + std::to_string(limit) + " bytes",
+            "invalid_request_error", "", "request_too_large");
+      if (!ok) bad_request("the request body could not be read");
+      res.status = -1;
+      fn(ctx);
+    });
+  });
 }
 
 void check_model(const ServerState& state, const std::string& model) {
@@ -83,7 +115,7 @@ void check_model(const ServerState& state, const std::string& model) {
 
 void handle(ServerState& state, const char* endpoint, const httplib::Request& req,
             httplib::Response& res, const RouteHandler& fn) {
-  RequestContext ctx{state, req, res, endpoint, Clock::now(), std::make_shared<InFlight>(state)};
+  RequestContext ctx{state, req, res, endpoint, Clock::now(), std::make_shared<InFlight>(state), {}};
   try {
     if (state.draining.load())
       throw ApiError(503, "the server is shutting down", "server_error", "", "shutting_down");

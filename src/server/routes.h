@@ -24,6 +24,7 @@ struct RequestContext {
   std::chrono::steady_clock::time_point t_start;
   // Held while the request is in flight; a streamed response keeps a copy until its last byte.
   std::shared_ptr<void> in_flight;
+  std::string body;  // POST routes: the request body, read by post() within the size limit
 };
 
 using RouteHandler = std::function<void(RequestContext&)>;
@@ -31,6 +32,12 @@ using RouteHandler = std::function<void(RequestContext&)>;
 // Runs fn for one request with the guarantees above.
 void handle(ServerState& state, const char* endpoint, const httplib::Request& req,
             httplib::Response& res, const RouteHandler& fn);
+
+// Registers a POST route whose handler gets the body in ctx.body. The body is read here rather
+// than by httplib, which caps application/x-www-form-urlencoded bodies (curl -d's default
+// content type) at 8 KiB whatever the payload limit; every content type is read as JSON.
+void post(httplib::Server& svr, ServerState& state, const char* pattern, const char* endpoint,
+          RouteHandler fn);
 
 void set_json(httplib::Response& res, int status, const nlohmann::json& body);
 void set_error(httplib::Response& res, const ApiError& e);

@@ -78,9 +78,7 @@ void chat(RequestContext& ctx) {
 }  // namespace
 
 void register_chat_routes(httplib::Server& svr, ServerState& state) {
-  svr.Post("/v1/chat/completions", [&state](const httplib::Request& req, httplib::Response& res) {
-    handle(state, "chat", req, res, chat);
-  });
+  post(svr, state, "/v1/chat/completions", "chat", chat);
 }
 
 }  // namespace tessera::server

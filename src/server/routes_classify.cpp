@@ -97,9 +97,7 @@ void classify(RequestContext& ctx) {
 }  // namespace
 
 void register_classify_routes(httplib::Server& svr, ServerState& state) {
-  svr.Post("/v1/classify", [&state](const httplib::Request& req, httplib::Response& res) {
-    handle(state, "classify", req, res, classify);
-  });
+  post(svr, state, "/v1/classify", "classify", classify);
 }
 
 }  // namespace tessera::server

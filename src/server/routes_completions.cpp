@@ -69,9 +69,7 @@ void completions(RequestContext& ctx) {
 }  // namespace
 
 void register_completion_routes(httplib::Server& svr, ServerState& state) {
-  svr.Post("/v1/completions", [&state](const httplib::Request& req, httplib::Response& res) {
-    handle(state, "completions", req, res, completions);
-  });
+  post(svr, state, "/v1/completions", "completions", completions);
 }
 
 }  // namespace tessera::server

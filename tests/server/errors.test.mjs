@@ -102,6 +102,19 @@ test('a body over the size limit is a 413', async () => {
   assertErrorShape(r.json, { code: 'request_too_large' });
 });
 
+test('a JSON body is read whatever its content type; multipart is refused', async () => {
+  // curl -d sends application/x-www-form-urlencoded; 20 KB is over httplib's own form limit.
+  const body = JSON.stringify({ model: MODEL, prompt: 'hi', max_tokens: 1, user: 'x'.repeat(20_000) });
+  const r = await raw('/v1/completions', { body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.usage.completion_tokens, 1);
+  const form = new FormData();
+  form.append('prompt', 'hi');
+  const m = await raw('/v1/completions', { body: form });
+  assert.equal(m.status, 400);
+  assertErrorShape(m.json, { match: /multipart/ });
+});
+
 test('unknown endpoints are 404 and wrong methods 405, as error objects', async () => {
   const a = await raw('/v1/embeddings', { body: { input: 'x' } });
   assert.equal(a.status, 404);

@@ -24,9 +24,9 @@ export function client(opts = {}) {
 export async function raw(path, { method = 'POST', body, headers = {}, key = KEY, base = BASE, signal } = {}) {
   const h = { ...headers };
   if (key) h.authorization = `Bearer ${key}`;
-  if (body !== undefined && typeof body !== 'string') {
+  if (body !== undefined && typeof body !== 'string' && !(body instanceof FormData)) {
     body = JSON.stringify(body);
-    h['content-type'] = 'application/json';
+    h['content-type'] ??= 'application/json';
   }
   const res = await fetch(base + path, { method, body, headers: h, signal });
   const text = await res.text();
