@@ -115,7 +115,8 @@ void check_model(const ServerState& state, const std::string& model) {
 
 void handle(ServerState& state, const char* endpoint, const httplib::Request& req,
             httplib::Response& res, const RouteHandler& fn) {
-  RequestContext ctx{state, req, res, endpoint, Clock::now(), std::make_shared<InFlight>(state), {}};
+  RequestContext ctx{state, req, res, endpoint, Clock::now(), std::make_shared<InFlight>(state),
+                     {}};
   try {
     if (state.draining.load())
       throw ApiError(503, "the server is shutting down", "server_error", "", "shutting_down");
