@@ -15,13 +15,16 @@ file(GLOB_RECURSE TESSERA_SOURCES CONFIGURE_DEPENDS
 
 # simdjson: tokenizer.json (Gemma 3's is 33 MB) loads several times faster than with nlohmann.
 find_package(simdjson REQUIRED)
+# cpp-httplib (src/server/): Debian ships it compiled; its .pc carries the feature defines the
+# library was built with, which the header must see too.
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 
 add_library(tessera STATIC ${TESSERA_SOURCES})
 target_include_directories(tessera PUBLIC ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/src
                                           ${HTTPLIB_INCLUDE_DIR})
 target_link_libraries(tessera PUBLIC Threads::Threads nlohmann_json::nlohmann_json
                                      PkgConfig::PCRE2 PkgConfig::UTF8PROC DNNL::dnnl
-                                     simdjson::simdjson)
+                                     simdjson::simdjson PkgConfig::HTTPLIB)
 
 foreach(src IN LISTS TESSERA_SOURCES)
   if(src MATCHES "_avx512\\.cpp$")

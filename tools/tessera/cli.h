@@ -43,5 +43,6 @@ void add_generate_command(CLI::App& app);
 void add_chat_command(CLI::App& app);
 void add_classify_command(CLI::App& app);
 void add_batch_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 
 }  // namespace tessera::cli

@@ -1,0 +1,71 @@
+#include "server/connection_watch.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace tessera::server {
+
+namespace {
+
+// The port and printable address of a socket address (IPv4 or IPv6).
+bool describe(const sockaddr_storage& ss, std::string& addr, int& port) {
+  char buf[INET6_ADDRSTRLEN] = {0};
+  if (ss.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+    inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf);
+    port = ntohs(a->sin_port);
+  } else if (ss.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+    inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof buf);
+    port = ntohs(a->sin6_port);
+  } else {
+    return false;
+  }
+  addr = buf;
+  return true;
+}
+
+}  // namespace
+
+ConnectionWatch ConnectionWatch::find(const std::string& remote_addr, int remote_port,
+                                      int local_port) {
+  ConnectionWatch w;
+  DIR* dir = opendir("/proc/self/fd");
+  if (!dir) return w;
+  while (dirent* e = readdir(dir)) {
+    char* end = nullptr;
+    const long fd = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0') continue;
+    struct stat st;
+    if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    sockaddr_storage peer{}, local{};
+    socklen_t pl = sizeof peer, ll = sizeof local;
+    if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &pl) != 0) continue;
+    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &ll) != 0) continue;
+    std::string paddr, laddr;
+    int pport = -1, lport = -1;
+    if (!describe(peer, paddr, pport) || !describe(local, laddr, lport)) continue;
+    if (pport == remote_port && lport == local_port && paddr == remote_addr) {
+      w.fd_ = static_cast<int>(fd);
+      break;
+    }
+  }
+  closedir(dir);
+  return w;
+}
+
+bool ConnectionWatch::peer_closed() const {
+  if (fd_ < 0) return false;
+  pollfd p{fd_, POLLRDHUP, 0};
+  if (poll(&p, 1, 0) <= 0) return false;
+  return (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+}  // namespace tessera::server

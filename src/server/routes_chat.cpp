@@ -1,0 +1,84 @@
+// POST /v1/chat/completions: messages through the model's chat template (as Engine::chat renders
+// them), n choices through the scheduler, as one response or chat.completion.chunk events.
+#include <ctime>
+
+#include "server/generation.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+#include "server/routes.h"
+#include "server/sse.h"
+
+namespace tessera::server {
+
+namespace {
+
+void chat(RequestContext& ctx) {
+  Engine& engine = ctx.state.engine;
+  ChatRequest r = parse_chat_request(request_json(ctx));
+  check_model(ctx.state, r.model);
+  if (!engine.has_chat_template())
+    bad_request(
+        "this model has no chat template (tokenizer_config.json chat_template): use "
+        "/v1/completions",
+        "messages");
+  std::string text;
+  try {
+    text = engine.apply_chat_template(r.messages, /*add_generation_prompt=*/true);
+  } catch (const Error& e) {
+    bad_request(std::string("the chat template rejected the messages: ") + e.what(), "messages");
+  }
+  // The template writes the special tokens (BOS included) itself, as Engine::chat encodes it.
+  std::vector<int32_t> ids = engine.tokenize(text, /*add_special_tokens=*/false);
+  if (ids.empty()) bad_request("the messages render to an empty prompt", "messages");
+  const int n_prompt = static_cast<int>(ids.size());
+  if (!r.max_tokens_given) {
+    // OpenAI's default: as many tokens as the context has left.
+    r.gen.max_tokens = engine.context_length() - n_prompt;
+    if (r.gen.max_tokens < 1) check_context(engine, n_prompt, 1, "messages");
+  }
+  engine.validate(r.gen);
+  check_context(engine, n_prompt, r.gen.max_tokens, "messages");
+
+  auto run = std::make_shared<ChoiceRun>(
+      ctx.state, ctx.endpoint, make_choices({ids}, r.gen, r.n),
+      ConnectionWatch::find(ctx.req.remote_addr, ctx.req.remote_port, ctx.req.local_port),
+      ctx.t_start);
+  const std::string id = new_response_id("chatcmpl-");
+  const int64_t created = static_cast<int64_t>(std::time(nullptr));
+  const std::string& model = ctx.state.opts.model_name;
+  if (r.stream) {
+    StreamFormat fmt;
+    fmt.chat = true;
+    fmt.id = id;
+    fmt.model = model;
+    fmt.created = created;
+    fmt.include_usage = r.include_usage;
+    fmt.logprobs = r.logprobs;
+    for (const auto& s : run->specs()) fmt.choice_prompt.push_back(s.prompt);
+    fmt.prompt_tokens = {n_prompt};
+    stream_response(ctx, run, std::move(fmt));
+    return;
+  }
+  run->wait_all();
+  nlohmann::json choices = nlohmann::json::array();
+  int completion_tokens = 0;
+  for (size_t c = 0; c < run->size(); ++c) {
+    const GenerateResult& res = run->result(static_cast<int>(c));
+    completion_tokens += static_cast<int>(res.ids.size());
+    choices.push_back(
+        chat_choice(run->specs()[c].index, res.text,
+                    r.logprobs ? chat_logprobs_json(res.logprobs) : nlohmann::json(nullptr),
+                    openai_finish_reason(res.finish_reason)));
+  }
+  set_json(ctx.res, 200,
+           chat_response(id, created, model, std::move(choices),
+                         usage_json(n_prompt, completion_tokens)));
+}
+
+}  // namespace
+
+void register_chat_routes(httplib::Server& svr, ServerState& state) {
+  post(svr, state, "/v1/chat/completions", "chat", chat);
+}
+
+}  // namespace tessera::server

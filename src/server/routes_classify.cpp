@@ -1,0 +1,103 @@
+// POST /v1/classify (tessera's own): one forward per prompt, the next token at each prompt's last
+// position with its logprob, optionally the top alternatives and the full logits row.
+//   request:  {"model"?, "prompt": <as /v1/completions>, "top_logprobs": 0..20,
+//              "return_logits": false, "add_special_tokens": true, sampling fields}
+//   response: {"id": "cls-...", "object": "classification", "created", "model",
+//              "data": [{"index", "token", "text", "logprob", "prompt_tokens",
+//                        "top_logprobs": [{"token", "text", "logprob"}] (when asked),
+//                        "logits": [...] (when asked)}],
+//              "usage": {"prompt_tokens", "completion_tokens": 0, "total_tokens"}}
+#include <ctime>
+
+#include "server/generation.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+#include "server/routes.h"
+
+namespace tessera::server {
+
+namespace {
+
+// Queue slots for the duration of one classify call.
+class Slots {
+ public:
+  Slots(ServerState& st, int k) : st_(st), k_(k) {
+    if (k > st.opts.max_queue)
+      bad_request("this request has " + std::to_string(k) +
+                      " prompts but the server runs at most " + std::to_string(st.opts.max_queue) +
+                      " sequences at once (--max-queue)",
+                  "prompt");
+    if (!st.try_reserve(k))
+      throw ApiError(429, "the server is at capacity (--max-queue); retry later",
+                     "rate_limit_error", "", "queue_full");
+  }
+  ~Slots() { st_.release(k_); }
+
+ private:
+  ServerState& st_;
+  int k_;
+};
+
+void classify(RequestContext& ctx) {
+  Engine& engine = ctx.state.engine;
+  ClassifyRequest r = parse_classify_request(request_json(ctx));
+  check_model(ctx.state, r.model);
+  engine.validate(r.opts.sampling);
+  std::vector<Prompt> prompts;
+  int prompt_total = 0;
+  for (size_t i = 0; i < r.prompts.size(); ++i) {
+    auto ids = resolve_prompt(engine, r.prompts[i], r.opts.add_special_tokens, "prompt");
+    if (static_cast<int>(ids.size()) > engine.context_length())
+      bad_request("prompt " + std::to_string(i) + " has " + std::to_string(ids.size()) +
+                      " tokens but the context length is " +
+                      std::to_string(engine.context_length()),
+                  "prompt", "context_length_exceeded");
+    prompt_total += static_cast<int>(ids.size());
+    prompts.emplace_back(std::move(ids));
+  }
+  std::vector<ClassifyResult> results;
+  {
+    Slots slots(ctx.state, static_cast<int>(prompts.size()));
+    results = engine.classify(prompts, r.opts);
+  }
+  nlohmann::json data = nlohmann::json::array();
+  for (size_t i = 0; i < results.size(); ++i) {
+    const ClassifyResult& c = results[i];
+    if (!c.error.empty()) {
+      ApiError e = api_error_from_failed(c.error);
+      throw ApiError(e.status, "prompt " + std::to_string(i) + ": " + c.error, e.type, "prompt");
+    }
+    nlohmann::json j = {{"index", i},
+                        {"token", c.token},
+                        {"text", c.text},
+                        {"logprob", c.logprob},
+                        {"prompt_tokens", c.prompt_tokens}};
+    if (r.opts.top_logprobs > 0) {
+      nlohmann::json top = nlohmann::json::array();
+      for (const auto& t : c.top_logprobs)
+        top.push_back({{"token", t.id}, {"text", t.text}, {"logprob", t.logprob}});
+      j["top_logprobs"] = std::move(top);
+    }
+    if (r.opts.return_logits) j["logits"] = c.logits;
+    data.push_back(std::move(j));
+  }
+  ctx.state.count_prompt_tokens(prompt_total);
+  ctx.state.observe_latency(
+      ctx.endpoint,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.t_start).count());
+  set_json(ctx.res, 200,
+           {{"id", new_response_id("cls-")},
+            {"object", "classification"},
+            {"created", static_cast<int64_t>(std::time(nullptr))},
+            {"model", ctx.state.opts.model_name},
+            {"data", std::move(data)},
+            {"usage", usage_json(prompt_total, 0)}});
+}
+
+}  // namespace
+
+void register_classify_routes(httplib::Server& svr, ServerState& state) {
+  post(svr, state, "/v1/classify", "classify", classify);
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,59 @@
+// What the routes share: the one Engine (every request goes through its scheduler), the
+// server's options, the metrics registry and the flags graceful shutdown sets.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+#include "server/metrics.h"
+#include "tessera/engine.h"
+
+namespace tessera::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;         // 0: any free port (the bound one is printed)
+  std::string api_key;     // non-empty: "Authorization: Bearer <key>" required
+  std::string model_name;  // the id /v1/models lists and requests must name
+  int max_queue = 512;     // sequences in flight (waiting + running) before 429
+  int threads = 0;         // HTTP worker threads; 0: max_queue + 32
+  size_t max_body_bytes = size_t{8} << 20;
+  int shutdown_timeout_ms = 10000;  // SIGINT/SIGTERM: let requests finish this long, then cancel
+  bool log_requests = false;        // one line per request on stderr
+};
+
+class ServerState {
+ public:
+  ServerState(Engine& engine, ServerOptions opts);
+
+  Engine& engine;
+  const ServerOptions opts;
+  MetricsRegistry metrics;
+  const int64_t started_unix;
+
+  // Graceful shutdown: draining refuses new work with 503; abort makes in-flight requests cancel.
+  std::atomic<bool> draining{false};
+  std::atomic<bool> abort{false};
+  std::atomic<int> http_in_flight{0};  // handlers and streams not yet finished
+
+  // Queue slots (--max-queue): try_reserve(k) takes k or none.
+  bool try_reserve(int k);
+  void release(int k);
+  int queued() const { return queued_.load(); }
+
+  // Per-request metrics.
+  void count_http(const std::string& endpoint, int status);
+  void observe_choice(const GenerateResult& r);
+  void observe_latency(const std::string& endpoint, double seconds);
+  void count_prompt_tokens(int n) { prompt_tokens_.inc(n); }
+
+ private:
+  std::atomic<int> queued_{0};
+  Counter& prompt_tokens_;
+  Counter& generated_tokens_;
+  Histogram& ttft_;
+};
+
+}  // namespace tessera::server

@@ -1,0 +1,19 @@
+// Streamed responses over cpp-httplib: "text/event-stream" with chunked transfer encoding, fed
+// by a content provider that blocks on the engine's events and writes each batch of chunks as
+// it arrives. A failed write (the client left) cancels the request, so its KV blocks are freed
+// at the scheduler's next step.
+#pragma once
+
+#include <memory>
+
+#include "server/generation.h"
+#include "server/routes.h"
+#include "server/stream_chunks.h"
+
+namespace tessera::server {
+
+// Waits for every choice's first event first, so that a request the engine refuses still gets
+// an HTTP error status (and not a 200 followed by an error event); then streams.
+void stream_response(RequestContext& ctx, std::shared_ptr<ChoiceRun> run, StreamFormat fmt);
+
+}  // namespace tessera::server

@@ -1,0 +1,110 @@
+// tessera serve --model DIR [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--max-queue N]
+//   [--served-model-name NAME] [engine options: --device --dtype --context --batch-tokens
+//   --max-seqs --memory-limit --kv-memory]
+// An OpenAI-compatible HTTP server (README "Server"). Prints "listening on http://HOST:PORT" on
+// stdout once it accepts connections; SIGINT / SIGTERM drain it (in-flight requests get
+// --shutdown-timeout seconds, then are cancelled) and it exits 0.
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "cli.h"
+#include "cli_engine.h"
+#include "core/check.h"
+#include "server/server.h"
+
+namespace tessera::cli {
+
+namespace {
+
+std::string default_model_name(const std::string& dir) {
+  std::filesystem::path p(dir);
+  while (p.has_relative_path() && p.filename().empty()) p = p.parent_path();  // "models/x/" -> x
+  std::string name = p.filename().string();
+  return name.empty() || name == "." ? "tessera" : name;
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server over the engine");
+  struct Args {
+    EngineArgs engine;
+    server::ServerOptions server;
+    std::string max_body = "8M";
+    double shutdown_timeout_s = 10;
+  };
+  auto a = std::make_shared<Args>();
+  add_engine_options(cmd, a->engine);
+  cmd->add_option("--host", a->server.host, "address to listen on (default: loopback only)");
+  cmd->add_option("--port", a->server.port, "TCP port; 0: any free port (printed)");
+  cmd->add_option("--api-key", a->server.api_key, "require 'Authorization: Bearer KEY'")
+      ->envname("TESSERA_API_KEY");
+  cmd->add_option("--served-model-name", a->server.model_name,
+                  "model id for clients (default: DIR's basename)");
+  cmd->add_option("--max-queue", a->server.max_queue,
+                  "sequences in flight before requests get 429");
+  cmd->add_option("--threads", a->server.threads,
+                  "HTTP worker threads (default: --max-queue + 32)");
+  cmd->add_option("--max-body", a->max_body, "largest request body (e.g. 8M)");
+  cmd->add_option("--shutdown-timeout", a->shutdown_timeout_s,
+                  "seconds in-flight requests get on SIGINT/SIGTERM");
+  cmd->add_flag("--log-requests", a->server.log_requests, "one line per request on stderr");
+  cmd->callback([a] {
+    run_command([&] {
+      // Signals are taken by one watcher thread: block them before any thread starts (the
+      // engine's scheduler, httplib's workers), so that every thread inherits the mask.
+      sigset_t sigs;
+      sigemptyset(&sigs);
+      sigaddset(&sigs, SIGINT);
+      sigaddset(&sigs, SIGTERM);
+      pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+      signal(SIGPIPE, SIG_IGN);  // a client that leaves mid-write is a failed write, not a death
+
+      server::ServerOptions o = a->server;
+      if (o.port < 0 || o.port > 65535) fail_arg("--port must be in [0, 65535]");
+      if (o.max_queue < 1) fail_arg("--max-queue must be at least 1");
+      if (o.threads < 0) fail_arg("--threads must be positive");
+      if (!(a->shutdown_timeout_s >= 0)) fail_arg("--shutdown-timeout must be >= 0");
+      o.max_body_bytes = parse_bytes(a->max_body, "--max-body");
+      o.shutdown_timeout_ms = static_cast<int>(a->shutdown_timeout_s * 1000);
+      if (o.model_name.empty()) o.model_name = default_model_name(a->engine.model);
+
+      auto engine = load_engine(a->engine);
+      server::HttpServer srv(*engine, o);
+      const int port = srv.bind();
+      std::printf("tessera serve: model %s on %s, listening on http://%s:%d\n",
+                  o.model_name.c_str(), engine->device_name().c_str(), o.host.c_str(), port);
+      std::fflush(stdout);
+
+      std::atomic<bool> done{false};
+      std::thread watcher([&] {
+        std::thread drain;
+        const timespec tick{0, 200 * 1000 * 1000};
+        while (!done.load()) {
+          const int sig = sigtimedwait(&sigs, nullptr, &tick);
+          if (sig != SIGINT && sig != SIGTERM) continue;
+          if (!drain.joinable()) {
+            std::fprintf(stderr, "tessera serve: %s: draining (in-flight requests get %.0f s)\n",
+                         sig == SIGINT ? "SIGINT" : "SIGTERM", a->shutdown_timeout_s);
+            drain = std::thread([&] { srv.shutdown(); });
+          } else {
+            std::fprintf(stderr, "tessera serve: second signal: cancelling in-flight requests\n");
+            srv.abort_now();
+          }
+        }
+        if (drain.joinable()) drain.join();
+      });
+      srv.run();
+      done.store(true);
+      watcher.join();
+      std::fprintf(stderr, "tessera serve: stopped\n");
+      return 0;
+    });
+  });
+}
+
+}  // namespace tessera::cli
