@@ -17,9 +17,12 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
-std::vector<Prompt> random_prompts(int n, int len, int vocab, uint32_t seed, const std::vector<int32_t>& header = {}) {
+std::vector<Prompt> random_prompts(int n, int len, int vocab, uint32_t seed,
+                                   const std::vector<int32_t>& header = {}) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int32_t> d(3, vocab - 1);
   std::vector<Prompt> out;
@@ -50,23 +53,32 @@ int main(int argc, char** argv) {
   int prompts = 32, prompt_len = 64, new_tokens = 32, header = 512, batch_tokens = 512;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "--model") model = v;
-    else if (k == "--prompts") prompts = std::atoi(v.c_str());
-    else if (k == "--prompt-len") prompt_len = std::atoi(v.c_str());
-    else if (k == "--new") new_tokens = std::atoi(v.c_str());
-    else if (k == "--header") header = std::atoi(v.c_str());
-    else if (k == "--batch-tokens") batch_tokens = std::atoi(v.c_str());
+    if (k == "--model")
+      model = v;
+    else if (k == "--prompts")
+      prompts = std::atoi(v.c_str());
+    else if (k == "--prompt-len")
+      prompt_len = std::atoi(v.c_str());
+    else if (k == "--new")
+      new_tokens = std::atoi(v.c_str());
+    else if (k == "--header")
+      header = std::atoi(v.c_str());
+    else if (k == "--batch-tokens")
+      batch_tokens = std::atoi(v.c_str());
   }
   if (model.empty()) {
-    std::fprintf(stderr, "usage: %s --model DIR [--prompts N] [--prompt-len L] [--new G] [--header H]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s --model DIR [--prompts N] [--prompt-len L] [--new G] [--header H]\n",
+                 argv[0]);
     return 2;
   }
   try {
     auto e = load(model, false, batch_tokens);
     const int vocab = e->info().vocab_size;
-    std::printf("model %s (%s, %lld parameters), device %s, %d prompts of %d tokens\n", model.c_str(),
-                e->info().architecture.c_str(), static_cast<long long>(e->info().parameter_count),
-                e->device_name().c_str(), prompts, prompt_len);
+    std::printf("model %s (%s, %lld parameters), device %s, %d prompts of %d tokens\n",
+                model.c_str(), e->info().architecture.c_str(),
+                static_cast<long long>(e->info().parameter_count), e->device_name().c_str(),
+                prompts, prompt_len);
     ClassifyOptions co;
     auto ps = random_prompts(prompts, prompt_len, vocab, 1);
     e->classify({ps[0]}, co);  // warm-up
@@ -78,8 +90,11 @@ int main(int argc, char** argv) {
     t = Clock::now();
     for (const auto& p : ps) e->classify({p}, co);
     const double serial = seconds_since(t);
-    std::printf("classify          batched %8.1f prompts/s %9.1f tok/s | one at a time %8.1f prompts/s | x%.2f\n",
-                prompts / batched, prompts * (prompt_len + 1) / batched, prompts / serial, serial / batched);
+    std::printf(
+        "classify          batched %8.1f prompts/s %9.1f tok/s | one at a time %8.1f prompts/s | "
+        "x%.2f\n",
+        prompts / batched, prompts * (prompt_len + 1) / batched, prompts / serial,
+        serial / batched);
 
     GenerateOptions g;
     g.sampling.temperature = 0;
@@ -93,8 +108,10 @@ int main(int argc, char** argv) {
     for (const auto& p : gp) e->generate(p, g);
     const double gs = seconds_since(t);
     const int gen = prompts * new_tokens;
-    std::printf("batch_generate    batched %8.1f gen tok/s                | one at a time %8.1f gen tok/s  | x%.2f\n",
-                gen / gb, gen / gs, gs / gb);
+    std::printf(
+        "batch_generate    batched %8.1f gen tok/s                | one at a time %8.1f gen tok/s  "
+        "| x%.2f\n",
+        gen / gb, gen / gs, gs / gb);
 
     // Prefix sharing: a long shared header + a short unique tail per prompt.
     std::vector<int32_t> head{2};
@@ -112,8 +129,11 @@ int main(int argc, char** argv) {
       ec->classify(hp, co, &bm);
       const double s = seconds_since(t);
       const auto st = ec->stats();
-      std::printf("classify header %d + 16, prefix cache %-3s %8.1f prompts/s (%lld prompt tokens served from cache)\n",
-                  header, cache ? "on" : "off", prompts / s, static_cast<long long>(st.cached_prompt_tokens));
+      std::printf(
+          "classify header %d + 16, prefix cache %-3s %8.1f prompts/s (%lld prompt tokens served "
+          "from cache)\n",
+          header, cache ? "on" : "off", prompts / s,
+          static_cast<long long>(st.cached_prompt_tokens));
     }
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "error: %s\n", ex.what());

@@ -38,10 +38,10 @@ struct EngineOptions {
 };
 
 struct SamplingOptions {
-  float temperature = 1.0f;  // 0: greedy, whatever else is set
-  int top_k = 0;             // 0: off
-  float top_p = 1.0f;        // (0, 1]
-  float min_p = 0.0f;        // [0, 1]
+  float temperature = 1.0f;         // 0: greedy, whatever else is set
+  int top_k = 0;                    // 0: off
+  float top_p = 1.0f;               // (0, 1]
+  float min_p = 0.0f;               // [0, 1]
   float repetition_penalty = 1.0f;  // > 0; 1: off (transformers / llama.cpp semantics)
   float presence_penalty = 0.0f;    // [-2, 2] (OpenAI semantics)
   float frequency_penalty = 0.0f;   // [-2, 2]
@@ -54,10 +54,10 @@ struct GenerateOptions {
   SamplingOptions sampling;
   int max_tokens = 256;  // > 0; capped by the context length
   int min_tokens = 0;    // EOS and stop tokens are suppressed until this many are generated
-  std::vector<std::string> stop;          // stop strings: matched across tokens, not emitted
-  std::vector<int32_t> stop_token_ids;    // in addition to the model's EOS set
-  bool ignore_eos = false;                // benchmarks: generate exactly max_tokens
-  bool add_special_tokens = true;         // text prompts: add BOS as Hugging Face does
+  std::vector<std::string> stop;        // stop strings: matched across tokens, not emitted
+  std::vector<int32_t> stop_token_ids;  // in addition to the model's EOS set
+  bool ignore_eos = false;              // benchmarks: generate exactly max_tokens
+  bool add_special_tokens = true;       // text prompts: add BOS as Hugging Face does
 };
 
 struct TokenLogprob {
@@ -75,8 +75,8 @@ struct Metrics {
   int prompt_tokens = 0;
   int cached_prompt_tokens = 0;  // prompt tokens whose KV came from the prefix cache
   int generated_tokens = 0;
-  double queue_ms = 0;           // waiting for admission
-  double ttft_ms = 0;            // submission to first generated token
+  double queue_ms = 0;  // waiting for admission
+  double ttft_ms = 0;   // submission to first generated token
   double prefill_ms = 0, decode_ms = 0, total_ms = 0;
   double prefill_tokens_per_s = 0, decode_tokens_per_s = 0;
   size_t peak_memory_bytes = 0;    // tessera's allocator on the compute device, since load
@@ -91,9 +91,9 @@ struct GenerateResult {
   std::vector<int32_t> ids;  // generated ids only
   std::string text;          // their text, stop string excluded
   FinishReason finish_reason = FinishReason::stop;
-  std::string error;                  // when finish_reason == error
-  std::optional<int32_t> stop_token;  // the EOS / stop id that ended it (not in ids)
-  std::string stop_string;            // the stop string that ended it
+  std::string error;                   // when finish_reason == error
+  std::optional<int32_t> stop_token;   // the EOS / stop id that ended it (not in ids)
+  std::string stop_string;             // the stop string that ended it
   std::vector<StepLogprobs> logprobs;  // one per id when sampling.logprobs
   Metrics metrics;
 };
@@ -135,7 +135,7 @@ struct ClassifyResult {
   int32_t token = -1;
   std::string text;
   float logprob = 0.0f;
-  std::vector<float> logits;             // when return_logits
+  std::vector<float> logits;  // when return_logits
   std::vector<TokenLogprob> top_logprobs;
   std::string error;  // non-empty when this prompt failed (others are unaffected)
   int prompt_tokens = 0;
@@ -203,8 +203,8 @@ class Engine {
   virtual GenerateResult generate(const Prompt& prompt, const GenerateOptions& opts,
                                   const TokenCallback& on_token = {},
                                   const CancelToken& cancel = {}) = 0;
-  virtual GenerateResult chat(const std::vector<ChatMessage>& messages,
-                              const GenerateOptions& opts, const TokenCallback& on_token = {},
+  virtual GenerateResult chat(const std::vector<ChatMessage>& messages, const GenerateOptions& opts,
+                              const TokenCallback& on_token = {},
                               const CancelToken& cancel = {}) = 0;
   virtual std::vector<GenerateResult> batch_generate(const std::vector<Prompt>& prompts,
                                                      const GenerateOptions& opts,

@@ -22,7 +22,7 @@ struct ModelInfo {
   DType checkpoint_dtype = DType::f32;  // as stored (the most common dtype among the tensors)
   DType weight_dtype = DType::f32;      // as held in memory
   int64_t parameter_count = 0;
-  size_t weight_bytes = 0;  // as held in memory
+  size_t weight_bytes = 0;         // as held in memory
   std::vector<int> eos_token_ids;  // config.json's and generation_config.json's, merged
   int bos_token_id = -1, pad_token_id = -1;
 };

@@ -26,8 +26,8 @@ typedef struct tessera_engine tessera_engine;
 
 typedef struct {
   const char* model_dir;
-  const char* device; /* "auto" | "cpu" | "cuda"; NULL: auto */
-  const char* dtype;  /* "auto" | "f32" | "bf16"; NULL: auto */
+  const char* device;       /* "auto" | "cpu" | "cuda"; NULL: auto */
+  const char* dtype;        /* "auto" | "f32" | "bf16"; NULL: auto */
   int32_t context_length;   /* 0: automatic */
   uint64_t memory_limit;    /* bytes; 0: none */
   uint64_t kv_memory;       /* bytes; 0: automatic */
@@ -58,7 +58,7 @@ typedef struct {
 typedef struct {
   int32_t* ids; /* generated ids */
   size_t n_ids;
-  char* text; /* NUL-terminated UTF-8 */
+  char* text;                /* NUL-terminated UTF-8 */
   const char* finish_reason; /* "stop" | "length" | "cancelled" | "error" (static storage) */
   char* error;               /* NULL unless finish_reason is "error" */
   tessera_metrics metrics;
@@ -71,20 +71,23 @@ typedef int (*tessera_token_callback)(void* user, int32_t id, const char* piece,
 void tessera_engine_options_init(tessera_engine_options* o);
 void tessera_generate_options_init(tessera_generate_options* o);
 
-tessera_status tessera_engine_load(const tessera_engine_options* o, tessera_engine** out, char** error);
+tessera_status tessera_engine_load(const tessera_engine_options* o, tessera_engine** out,
+                                   char** error);
 void tessera_engine_free(tessera_engine* e);
 
 /* Text prompt (BOS added as Hugging Face does) or token ids. `out` must be freed with
  * tessera_result_free. A request-level failure returns TESSERA_OK with finish_reason "error"
  * and the message in out->error; invalid arguments to the call itself return a status. */
-tessera_status tessera_generate(tessera_engine* e, const char* prompt, const tessera_generate_options* o,
-                                tessera_token_callback cb, void* user, tessera_result* out);
+tessera_status tessera_generate(tessera_engine* e, const char* prompt,
+                                const tessera_generate_options* o, tessera_token_callback cb,
+                                void* user, tessera_result* out);
 tessera_status tessera_generate_tokens(tessera_engine* e, const int32_t* ids, size_t n,
                                        const tessera_generate_options* o, tessera_token_callback cb,
                                        void* user, tessera_result* out);
 /* Messages as parallel arrays of roles and contents, rendered with the model's chat template. */
-tessera_status tessera_chat(tessera_engine* e, const char* const* roles, const char* const* contents,
-                            size_t n, const tessera_generate_options* o, tessera_token_callback cb,
+tessera_status tessera_chat(tessera_engine* e, const char* const* roles,
+                            const char* const* contents, size_t n,
+                            const tessera_generate_options* o, tessera_token_callback cb,
                             void* user, tessera_result* out);
 void tessera_result_free(tessera_result* r);
 
@@ -92,7 +95,8 @@ void tessera_result_free(tessera_result* r);
  * tessera_string_free). */
 tessera_status tessera_tokenize(tessera_engine* e, const char* text, int add_special, int32_t** ids,
                                 size_t* n, char** error);
-tessera_status tessera_detokenize(tessera_engine* e, const int32_t* ids, size_t n, char** text, char** error);
+tessera_status tessera_detokenize(tessera_engine* e, const int32_t* ids, size_t n, char** text,
+                                  char** error);
 void tessera_ids_free(int32_t* ids);
 void tessera_string_free(char* s);
 

@@ -18,8 +18,12 @@ DeviceArray ComputeBackend::upload_f32(const std::vector<float>& v, const char* 
 }
 
 #ifndef TESSERA_HAVE_CUDA
-std::unique_ptr<ComputeBackend> make_cuda_backend() { return nullptr; }
-bool cuda_available() { return false; }
+std::unique_ptr<ComputeBackend> make_cuda_backend() {
+  return nullptr;
+}
+bool cuda_available() {
+  return false;
+}
 #endif
 
 }  // namespace tessera

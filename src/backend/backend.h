@@ -30,7 +30,9 @@ struct Tensor {
   int64_t stride = 0;  // elements from one row's start to the next (>= cols)
 
   template <class T>
-  T* ptr() const { return static_cast<T*>(data); }
+  T* ptr() const {
+    return static_cast<T*>(data);
+  }
   size_t row_bytes() const { return static_cast<size_t>(stride) * dtype_size(dtype); }
   Tensor rows_from(int64_t r0, int64_t n) const {
     Tensor t = *this;
@@ -87,9 +89,9 @@ constexpr int kMaxKvGroups = 4;
 // sequences; a sequence's new tokens are consecutive rows and consecutive positions.
 struct BatchView {
   int num_tokens = 0, num_seqs = 0;
-  const int32_t* tokens = nullptr;     // [T]
-  const int32_t* positions = nullptr;  // [T]
-  const int32_t* token_seq = nullptr;  // [T] index of the token's sequence in [0, S)
+  const int32_t* tokens = nullptr;       // [T]
+  const int32_t* positions = nullptr;    // [T]
+  const int32_t* token_seq = nullptr;    // [T] index of the token's sequence in [0, S)
   const int32_t* seq_q_start = nullptr;  // [S] first row of the sequence's new tokens
   const int32_t* seq_q_len = nullptr;    // [S] how many new tokens
   const int32_t* seq_kv_len = nullptr;   // [S] context length after this step (last position + 1)
@@ -134,9 +136,9 @@ struct HostBatch {
 // vLLM report them.
 struct SampleParams {
   float temperature = 0.0f;
-  int top_k = 0;        // 0: off
-  float top_p = 1.0f;   // 1: off
-  float min_p = 0.0f;   // 0: off
+  int top_k = 0;       // 0: off
+  float top_p = 1.0f;  // 1: off
+  float min_p = 0.0f;  // 0: off
   uint64_t seed = 0, step = 0;
   float repetition_penalty = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f;
   // Repetition penalty over the distinct ids in [rep_begin, rep_begin + rep_count) of

@@ -25,13 +25,20 @@ char* dup(const std::string& s) {
 
 tessera_status status_of(ErrorKind k) {
   switch (k) {
-    case ErrorKind::invalid_argument: return TESSERA_INVALID_ARGUMENT;
-    case ErrorKind::invalid_model: return TESSERA_INVALID_MODEL;
-    case ErrorKind::io: return TESSERA_IO;
-    case ErrorKind::out_of_memory: return TESSERA_OUT_OF_MEMORY;
-    case ErrorKind::unsupported: return TESSERA_UNSUPPORTED;
-    case ErrorKind::cancelled: return TESSERA_CANCELLED;
-    case ErrorKind::internal: return TESSERA_INTERNAL;
+    case ErrorKind::invalid_argument:
+      return TESSERA_INVALID_ARGUMENT;
+    case ErrorKind::invalid_model:
+      return TESSERA_INVALID_MODEL;
+    case ErrorKind::io:
+      return TESSERA_IO;
+    case ErrorKind::out_of_memory:
+      return TESSERA_OUT_OF_MEMORY;
+    case ErrorKind::unsupported:
+      return TESSERA_UNSUPPORTED;
+    case ErrorKind::cancelled:
+      return TESSERA_CANCELLED;
+    case ErrorKind::internal:
+      return TESSERA_INTERNAL;
   }
   return TESSERA_INTERNAL;
 }
@@ -84,7 +91,9 @@ tessera::GenerateOptions to_options(const tessera_generate_options* o) {
 
 tessera::TokenCallback to_callback(tessera_token_callback cb, void* user) {
   if (!cb) return {};
-  return [cb, user](int32_t id, std::string_view piece) { return cb(user, id, piece.data(), piece.size()) != 0; };
+  return [cb, user](int32_t id, std::string_view piece) {
+    return cb(user, id, piece.data(), piece.size()) != 0;
+  };
 }
 
 void fill(const tessera::GenerateResult& r, tessera_result* out) {
@@ -97,13 +106,15 @@ void fill(const tessera::GenerateResult& r, tessera_result* out) {
   out->finish_reason = tessera::finish_reason_name(r.finish_reason);
   out->error = r.finish_reason == tessera::FinishReason::error ? dup(r.error) : nullptr;
   const auto& m = r.metrics;
-  out->metrics = {m.prompt_tokens, m.cached_prompt_tokens, m.generated_tokens, m.ttft_ms, m.prefill_ms,
-                  m.decode_ms, m.total_ms, m.prefill_tokens_per_s, m.decode_tokens_per_s,
+  out->metrics = {m.prompt_tokens,     m.cached_prompt_tokens, m.generated_tokens,
+                  m.ttft_ms,           m.prefill_ms,           m.decode_ms,
+                  m.total_ms,          m.prefill_tokens_per_s, m.decode_tokens_per_s,
                   m.peak_memory_bytes, m.active_memory_bytes};
 }
 
-tessera_status run_generate(tessera_engine* e, const tessera::Prompt& p, const tessera_generate_options* o,
-                            tessera_token_callback cb, void* user, tessera_result* out) {
+tessera_status run_generate(tessera_engine* e, const tessera::Prompt& p,
+                            const tessera_generate_options* o, tessera_token_callback cb,
+                            void* user, tessera_result* out) {
   if (!out) return TESSERA_INVALID_ARGUMENT;
   std::memset(out, 0, sizeof *out);
   char* err = nullptr;
@@ -142,10 +153,12 @@ void tessera_generate_options_init(tessera_generate_options* o) {
   o->max_tokens = 256;
 }
 
-tessera_status tessera_engine_load(const tessera_engine_options* o, tessera_engine** out, char** error) {
+tessera_status tessera_engine_load(const tessera_engine_options* o, tessera_engine** out,
+                                   char** error) {
   if (out) *out = nullptr;
   return guard(error, [&] {
-    if (!o || !out || !o->model_dir) throw tessera::Error(ErrorKind::invalid_argument, "options, model_dir and out are required");
+    if (!o || !out || !o->model_dir)
+      throw tessera::Error(ErrorKind::invalid_argument, "options, model_dir and out are required");
     tessera::EngineOptions eo;
     eo.model_dir = o->model_dir;
     if (o->device) eo.device = o->device;
@@ -162,10 +175,13 @@ tessera_status tessera_engine_load(const tessera_engine_options* o, tessera_engi
   });
 }
 
-void tessera_engine_free(tessera_engine* e) { delete e; }
+void tessera_engine_free(tessera_engine* e) {
+  delete e;
+}
 
-tessera_status tessera_generate(tessera_engine* e, const char* prompt, const tessera_generate_options* o,
-                                tessera_token_callback cb, void* user, tessera_result* out) {
+tessera_status tessera_generate(tessera_engine* e, const char* prompt,
+                                const tessera_generate_options* o, tessera_token_callback cb,
+                                void* user, tessera_result* out) {
   if (!prompt) return TESSERA_INVALID_ARGUMENT;
   return run_generate(e, tessera::Prompt(std::string(prompt)), o, cb, user, out);
 }
@@ -177,8 +193,9 @@ tessera_status tessera_generate_tokens(tessera_engine* e, const int32_t* ids, si
   return run_generate(e, tessera::Prompt(std::vector<int32_t>(ids, ids + n)), o, cb, user, out);
 }
 
-tessera_status tessera_chat(tessera_engine* e, const char* const* roles, const char* const* contents,
-                            size_t n, const tessera_generate_options* o, tessera_token_callback cb,
+tessera_status tessera_chat(tessera_engine* e, const char* const* roles,
+                            const char* const* contents, size_t n,
+                            const tessera_generate_options* o, tessera_token_callback cb,
                             void* user, tessera_result* out) {
   if (!out || (n && (!roles || !contents))) return TESSERA_INVALID_ARGUMENT;
   std::memset(out, 0, sizeof *out);
@@ -187,7 +204,9 @@ tessera_status tessera_chat(tessera_engine* e, const char* const* roles, const c
     if (!e || !e->engine) throw tessera::Error(ErrorKind::invalid_argument, "no engine");
     std::vector<tessera::ChatMessage> m;
     for (size_t i = 0; i < n; ++i) {
-      if (!roles[i] || !contents[i]) throw tessera::Error(ErrorKind::invalid_argument, "message " + std::to_string(i) + " is NULL");
+      if (!roles[i] || !contents[i])
+        throw tessera::Error(ErrorKind::invalid_argument,
+                             "message " + std::to_string(i) + " is NULL");
       m.push_back({roles[i], contents[i]});
     }
     fill(e->engine->chat(m, to_options(o), to_callback(cb, user)), out);
@@ -209,12 +228,13 @@ void tessera_result_free(tessera_result* r) {
   std::memset(r, 0, sizeof *r);
 }
 
-tessera_status tessera_tokenize(tessera_engine* e, const char* text, int add_special, int32_t** ids, size_t* n,
-                                char** error) {
+tessera_status tessera_tokenize(tessera_engine* e, const char* text, int add_special, int32_t** ids,
+                                size_t* n, char** error) {
   if (ids) *ids = nullptr;
   if (n) *n = 0;
   return guard(error, [&] {
-    if (!e || !e->engine || !text || !ids || !n) throw tessera::Error(ErrorKind::invalid_argument, "engine, text, ids and n are required");
+    if (!e || !e->engine || !text || !ids || !n)
+      throw tessera::Error(ErrorKind::invalid_argument, "engine, text, ids and n are required");
     auto v = e->engine->tokenize(text, add_special != 0);
     *ids = static_cast<int32_t*>(std::malloc(sizeof(int32_t) * (v.size() + 1)));
     if (!*ids) throw std::bad_alloc();
@@ -223,15 +243,21 @@ tessera_status tessera_tokenize(tessera_engine* e, const char* text, int add_spe
   });
 }
 
-tessera_status tessera_detokenize(tessera_engine* e, const int32_t* ids, size_t n, char** text, char** error) {
+tessera_status tessera_detokenize(tessera_engine* e, const int32_t* ids, size_t n, char** text,
+                                  char** error) {
   if (text) *text = nullptr;
   return guard(error, [&] {
-    if (!e || !e->engine || !text || (!ids && n)) throw tessera::Error(ErrorKind::invalid_argument, "engine, ids and text are required");
+    if (!e || !e->engine || !text || (!ids && n))
+      throw tessera::Error(ErrorKind::invalid_argument, "engine, ids and text are required");
     *text = dup(e->engine->detokenize(std::vector<int32_t>(ids, ids + n)));
   });
 }
 
-void tessera_ids_free(int32_t* ids) { std::free(ids); }
-void tessera_string_free(char* s) { std::free(s); }
+void tessera_ids_free(int32_t* ids) {
+  std::free(ids);
+}
+void tessera_string_free(char* s) {
+  std::free(s);
+}
 
 }  // extern "C"

@@ -45,8 +45,8 @@ nlohmann::ordered_json chat_template_special_tokens(const std::string& dir);
 
 // What transformers' apply_chat_template(tokenize=False) does: its checks on the conversation,
 // then the template. Use this (not ChatTemplate::render) to turn a conversation into a prompt.
-std::string apply_chat_template(const ChatTemplate& tmpl, const nlohmann::ordered_json& messages,
-                                bool add_generation_prompt,
-                                const nlohmann::ordered_json& context = nlohmann::ordered_json::object());
+std::string apply_chat_template(
+    const ChatTemplate& tmpl, const nlohmann::ordered_json& messages, bool add_generation_prompt,
+    const nlohmann::ordered_json& context = nlohmann::ordered_json::object());
 
 }  // namespace tessera

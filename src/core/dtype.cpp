@@ -36,7 +36,8 @@ uint16_t f32_to_f16(float f) {
   uint32_t sign = (u >> 16) & 0x8000u;
   int32_t exp = static_cast<int32_t>((u >> 23) & 0xffu) - 127 + 15;
   uint32_t mant = u & 0x7fffffu;
-  if (((u >> 23) & 0xffu) == 0xffu) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
+  if (((u >> 23) & 0xffu) == 0xffu)
+    return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
   if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
   if (exp <= 0) {
     if (exp < -10) return static_cast<uint16_t>(sign);

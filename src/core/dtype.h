@@ -9,17 +9,19 @@
 
 namespace tessera {
 
-
 inline size_t dtype_size(DType t) {
   switch (t) {
-    case DType::f32: return 4;
-    case DType::bf16: return 2;
-    case DType::f16: return 2;
-    case DType::i32: return 4;
+    case DType::f32:
+      return 4;
+    case DType::bf16:
+      return 2;
+    case DType::f16:
+      return 2;
+    case DType::i32:
+      return 4;
   }
   return 0;
 }
-
 
 inline float bf16_to_f32(uint16_t h) {
   uint32_t u = static_cast<uint32_t>(h) << 16;
@@ -37,7 +39,9 @@ inline uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 
-inline float round_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
+inline float round_bf16(float f) {
+  return bf16_to_f32(f32_to_bf16(f));
+}
 
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);

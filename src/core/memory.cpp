@@ -8,7 +8,9 @@
 
 namespace tessera {
 
-const char* device_name(Device d) { return d == Device::cpu ? "cpu" : "cuda"; }
+const char* device_name(Device d) {
+  return d == Device::cpu ? "cpu" : "cuda";
+}
 
 void MemoryTracker::reserve(size_t bytes, const char* what) {
   size_t lim = limit();
@@ -16,10 +18,10 @@ void MemoryTracker::reserve(size_t bytes, const char* what) {
   for (;;) {
     size_t next = cur + bytes;
     if (lim != 0 && next > lim) {
-      fail(ErrorKind::out_of_memory,
-           std::string("memory limit exceeded on ") + name_ + ": " + what + " needs " +
-               format_bytes(bytes) + " with " + format_bytes(cur) + " in use and a limit of " +
-               format_bytes(lim));
+      fail(ErrorKind::out_of_memory, std::string("memory limit exceeded on ") + name_ + ": " +
+                                         what + " needs " + format_bytes(bytes) + " with " +
+                                         format_bytes(cur) + " in use and a limit of " +
+                                         format_bytes(lim));
     }
     if (active_.compare_exchange_weak(cur, next, std::memory_order_relaxed)) {
       size_t p = peak_.load(std::memory_order_relaxed);
@@ -30,7 +32,9 @@ void MemoryTracker::reserve(size_t bytes, const char* what) {
   }
 }
 
-void MemoryTracker::release(size_t bytes) { active_.fetch_sub(bytes, std::memory_order_relaxed); }
+void MemoryTracker::release(size_t bytes) {
+  active_.fetch_sub(bytes, std::memory_order_relaxed);
+}
 
 MemoryTracker& memory_tracker(Device d) {
   static MemoryTracker cpu("cpu");
@@ -45,8 +49,8 @@ HostBuffer::HostBuffer(size_t bytes, const char* what) : size_(bytes) {
   data_ = std::aligned_alloc(64, rounded);
   if (!data_) {
     memory_tracker(Device::cpu).release(bytes);
-    fail(ErrorKind::out_of_memory, std::string("out of host memory allocating ") +
-                                       format_bytes(bytes) + " for " + what);
+    fail(ErrorKind::out_of_memory,
+         std::string("out of host memory allocating ") + format_bytes(bytes) + " for " + what);
   }
 }
 

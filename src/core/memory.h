@@ -53,7 +53,9 @@ class HostBuffer {
   void* data() const { return data_; }
   size_t size() const { return size_; }
   template <class T>
-  T* as() const { return static_cast<T*>(data_); }
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
 
  private:
   void* data_ = nullptr;

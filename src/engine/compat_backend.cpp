@@ -39,7 +39,9 @@ class EngineBackend final : public Backend {
     return text_or_throw(engine().chat(m, to_options(o)));
   }
   std::string name() const override {
-    return engine_ ? "tessera (" + engine_->info().architecture + ", " + engine_->device_name() + ")" : "tessera";
+    return engine_
+               ? "tessera (" + engine_->info().architecture + ", " + engine_->device_name() + ")"
+               : "tessera";
   }
   bool available() const override { return engine_ != nullptr; }
 

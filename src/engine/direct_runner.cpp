@@ -26,9 +26,12 @@ KvPoolOptions runner_pool_options(int max_context, int max_seqs, int block_size)
 
 DirectRunner::DirectRunner(Model& model, int max_context, int max_seqs, int block_size)
     : model_(model),
-      pool_(model.backend(), model.kv_spec(), runner_pool_options(max_context, max_seqs, block_size)) {}
+      pool_(model.backend(), model.kv_spec(),
+            runner_pool_options(max_context, max_seqs, block_size)) {}
 
-void DirectRunner::reset() { seqs_.clear(); }
+void DirectRunner::reset() {
+  seqs_.clear();
+}
 
 std::vector<std::vector<std::vector<float>>> DirectRunner::step(
     std::span<const std::vector<int32_t>> new_tokens, bool all_positions) {

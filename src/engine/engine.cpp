@@ -2,12 +2,12 @@
 // continuous-batching scheduler that every call goes through.
 #include "tessera/engine.h"
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <future>
-#include <unistd.h>
 
 #include "backend/backend.h"
 #include "chat/chat_template.h"
@@ -22,26 +22,36 @@ namespace tessera {
 
 const char* finish_reason_name(FinishReason r) {
   switch (r) {
-    case FinishReason::stop: return "stop";
-    case FinishReason::length: return "length";
-    case FinishReason::cancelled: return "cancelled";
-    case FinishReason::error: return "error";
+    case FinishReason::stop:
+      return "stop";
+    case FinishReason::length:
+      return "length";
+    case FinishReason::cancelled:
+      return "cancelled";
+    case FinishReason::error:
+      return "error";
   }
   return "?";
 }
 
 void validate_sampling_options(const SamplingOptions& s) {
   if (!std::isfinite(s.temperature) || s.temperature < 0)
-    fail_arg("temperature must be a finite number >= 0 (got " + std::to_string(s.temperature) + ")");
-  if (s.top_k < 0) fail_arg("top_k must be >= 0 (0 disables it; got " + std::to_string(s.top_k) + ")");
-  if (!(s.top_p > 0 && s.top_p <= 1)) fail_arg("top_p must be in (0, 1] (got " + std::to_string(s.top_p) + ")");
-  if (!(s.min_p >= 0 && s.min_p <= 1)) fail_arg("min_p must be in [0, 1] (got " + std::to_string(s.min_p) + ")");
+    fail_arg("temperature must be a finite number >= 0 (got " + std::to_string(s.temperature) +
+             ")");
+  if (s.top_k < 0)
+    fail_arg("top_k must be >= 0 (0 disables it; got " + std::to_string(s.top_k) + ")");
+  if (!(s.top_p > 0 && s.top_p <= 1))
+    fail_arg("top_p must be in (0, 1] (got " + std::to_string(s.top_p) + ")");
+  if (!(s.min_p >= 0 && s.min_p <= 1))
+    fail_arg("min_p must be in [0, 1] (got " + std::to_string(s.min_p) + ")");
   if (!(s.repetition_penalty > 0) || !std::isfinite(s.repetition_penalty))
     fail_arg("repetition_penalty must be > 0 (got " + std::to_string(s.repetition_penalty) + ")");
   if (!(s.presence_penalty >= -2 && s.presence_penalty <= 2))
-    fail_arg("presence_penalty must be in [-2, 2] (got " + std::to_string(s.presence_penalty) + ")");
+    fail_arg("presence_penalty must be in [-2, 2] (got " + std::to_string(s.presence_penalty) +
+             ")");
   if (!(s.frequency_penalty >= -2 && s.frequency_penalty <= 2))
-    fail_arg("frequency_penalty must be in [-2, 2] (got " + std::to_string(s.frequency_penalty) + ")");
+    fail_arg("frequency_penalty must be in [-2, 2] (got " + std::to_string(s.frequency_penalty) +
+             ")");
   if (s.top_logprobs < 0 || s.top_logprobs > 20)
     fail_arg("top_logprobs must be in [0, 20] (got " + std::to_string(s.top_logprobs) + ")");
 }
@@ -101,7 +111,8 @@ class EngineImpl final : public Engine {
       backend_ = make_cpu_backend();
     } else if (o.device == "cuda") {
       backend_ = make_cuda_backend();
-      if (!backend_) fail_arg("device cuda: no CUDA device is available (or tessera was built without CUDA)");
+      if (!backend_)
+        fail_arg("device cuda: no CUDA device is available (or tessera was built without CUDA)");
     } else if (o.device == "auto" || o.device.empty()) {
       backend_ = make_cuda_backend();
       if (!backend_) backend_ = make_cpu_backend();
@@ -120,7 +131,8 @@ class EngineImpl final : public Engine {
     if (o.progress) std::fprintf(stderr, "\n");
     const ModelInfo& in = model_->info();
 
-    if (fs::exists(fs::path(o.model_dir) / "tokenizer.json")) tokenizer_ = Tokenizer::load(o.model_dir);
+    if (fs::exists(fs::path(o.model_dir) / "tokenizer.json"))
+      tokenizer_ = Tokenizer::load(o.model_dir);
     const std::string tmpl = find_chat_template_source(o.model_dir);
     if (!tmpl.empty()) chat_template_ = std::make_unique<ChatTemplate>(tmpl);
     if (chat_template_) template_context_ = chat_template_special_tokens(o.model_dir);
@@ -130,7 +142,8 @@ class EngineImpl final : public Engine {
     for (int id : in.eos_token_ids) eos_.push_back(id);
     if (tokenizer_) {
       if (auto e = tokenizer_->eos_id()) eos_.push_back(*e);
-      for (const char* t : {"<end_of_turn>", "<|eot_id|>", "<|im_end|>", "<|end_of_text|>", "<|endoftext|>"})
+      for (const char* t :
+           {"<end_of_turn>", "<|eot_id|>", "<|im_end|>", "<|end_of_text|>", "<|endoftext|>"})
         if (auto id = tokenizer_->token_to_id(t)) eos_.push_back(*id);
     }
     std::sort(eos_.begin(), eos_.end());
@@ -141,7 +154,8 @@ class EngineImpl final : public Engine {
     context_ = o.context_length > 0 ? o.context_length
                                     : std::min(in.max_position_embeddings, gpu ? 32768 : 8192);
     if (context_ > in.max_position_embeddings)
-      fail_arg("context length " + std::to_string(context_) + " exceeds the model's max_position_embeddings (" +
+      fail_arg("context length " + std::to_string(context_) +
+               " exceeds the model's max_position_embeddings (" +
                std::to_string(in.max_position_embeddings) + ")");
     SchedulerOptions so;
     so.max_batch_tokens = o.max_batch_tokens > 0 ? o.max_batch_tokens : (gpu ? 8192 : 512);
@@ -164,19 +178,20 @@ class EngineImpl final : public Engine {
       if (o.memory_limit) {
         const size_t used = tracker.active() + scratch;
         if (used >= o.memory_limit)
-          fail(ErrorKind::out_of_memory,
-               "memory limit " + format_bytes(o.memory_limit) + " is too small: weights take " +
-                   format_bytes(tracker.active()) + " and activations need " + format_bytes(scratch));
+          fail(ErrorKind::out_of_memory, "memory limit " + format_bytes(o.memory_limit) +
+                                             " is too small: weights take " +
+                                             format_bytes(tracker.active()) +
+                                             " and activations need " + format_bytes(scratch));
         kv = std::min(kv, (o.memory_limit - used) * 9 / 10);
       }
     }
     po.budget_bytes = kv;
     pool_ = std::make_unique<KvPool>(*backend_, model_->kv_spec(), po);
     if (o.memory_limit && tracker.active() + scratch > o.memory_limit)
-      fail(ErrorKind::out_of_memory, "memory limit " + format_bytes(o.memory_limit) +
-                                         " cannot hold the weights (" + format_bytes(in.weight_bytes) +
-                                         "), the KV pool (" + format_bytes(pool_->bytes()) +
-                                         ") and activations (" + format_bytes(scratch) + ")");
+      fail(ErrorKind::out_of_memory,
+           "memory limit " + format_bytes(o.memory_limit) + " cannot hold the weights (" +
+               format_bytes(in.weight_bytes) + "), the KV pool (" + format_bytes(pool_->bytes()) +
+               ") and activations (" + format_bytes(scratch) + ")");
     sched_ = std::make_unique<Scheduler>(*model_, *pool_, so);
   }
 
@@ -193,11 +208,13 @@ class EngineImpl final : public Engine {
 
   void validate(const GenerateOptions& g) const override {
     validate(g.sampling);
-    if (g.max_tokens <= 0) fail_arg("max_tokens must be positive (got " + std::to_string(g.max_tokens) + ")");
+    if (g.max_tokens <= 0)
+      fail_arg("max_tokens must be positive (got " + std::to_string(g.max_tokens) + ")");
     if (g.max_tokens > context_)
       fail_arg("max_tokens " + std::to_string(g.max_tokens) + " exceeds the context length " +
                std::to_string(context_));
-    if (g.min_tokens < 0) fail_arg("min_tokens must be >= 0 (got " + std::to_string(g.min_tokens) + ")");
+    if (g.min_tokens < 0)
+      fail_arg("min_tokens must be >= 0 (got " + std::to_string(g.min_tokens) + ")");
     if (g.min_tokens > g.max_tokens)
       fail_arg("min_tokens (" + std::to_string(g.min_tokens) + ") exceeds max_tokens (" +
                std::to_string(g.max_tokens) + ")");
@@ -217,14 +234,16 @@ class EngineImpl final : public Engine {
                    " is outside the vocabulary [0, " + std::to_string(info().vocab_size) + ")");
       return *ids;
     }
-    if (!tokenizer_) fail_arg("this model directory has no tokenizer.json: pass token ids instead of text");
+    if (!tokenizer_)
+      fail_arg("this model directory has no tokenizer.json: pass token ids instead of text");
     auto ids = tokenizer_->encode(std::get<std::string>(p), add_special);
     if (ids.empty()) fail_arg("the prompt is empty");
     return ids;
   }
 
   // Builds a request; errors in the request's own input become its error result.
-  RequestSpec make_spec(const Prompt& p, const GenerateOptions& g, TokenCallback cb, const CancelToken& cancel) {
+  RequestSpec make_spec(const Prompt& p, const GenerateOptions& g, TokenCallback cb,
+                        const CancelToken& cancel) {
     RequestSpec spec;
     spec.shared = std::make_shared<RequestShared>();
     spec.shared->cancel = cancel;
@@ -238,7 +257,8 @@ class EngineImpl final : public Engine {
     }
     if (!g.ignore_eos) spec.stop_ids = eos_;
     for (int32_t id : g.stop_token_ids)
-      if (std::find(spec.stop_ids.begin(), spec.stop_ids.end(), id) == spec.stop_ids.end()) spec.stop_ids.push_back(id);
+      if (std::find(spec.stop_ids.begin(), spec.stop_ids.end(), id) == spec.stop_ids.end())
+        spec.stop_ids.push_back(id);
     if (tokenizer_) spec.text = std::make_unique<DetokenizerStream>(*tokenizer_);
     return spec;
   }
@@ -249,18 +269,20 @@ class EngineImpl final : public Engine {
     return sh.result;
   }
 
-  GenerateResult generate(const Prompt& prompt, const GenerateOptions& opts, const TokenCallback& on_token,
-                          const CancelToken& cancel) override {
+  GenerateResult generate(const Prompt& prompt, const GenerateOptions& opts,
+                          const TokenCallback& on_token, const CancelToken& cancel) override {
     RequestSpec spec = make_spec(prompt, opts, on_token, cancel);
     auto sh = spec.shared;
     sched_->submit(std::move(spec));
     return wait(*sh);
   }
 
-  std::string render_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
-    if (!chat_template_) fail_arg("this model directory has no chat template (tokenizer_config.json chat_template)");
-    return tessera::apply_chat_template(*chat_template_, messages_json(messages), add_generation_prompt,
-                               template_context_);
+  std::string render_chat(const std::vector<ChatMessage>& messages,
+                          bool add_generation_prompt) const {
+    if (!chat_template_)
+      fail_arg("this model directory has no chat template (tokenizer_config.json chat_template)");
+    return tessera::apply_chat_template(*chat_template_, messages_json(messages),
+                                        add_generation_prompt, template_context_);
   }
 
   GenerateResult chat(const std::vector<ChatMessage>& messages, const GenerateOptions& opts,
@@ -281,8 +303,9 @@ class EngineImpl final : public Engine {
     return generate(prompt, g, on_token, cancel);
   }
 
-  std::vector<GenerateResult> batch_generate(const std::vector<Prompt>& prompts, const GenerateOptions& opts,
-                                             const CancelToken& cancel, BatchMetrics* metrics) override {
+  std::vector<GenerateResult> batch_generate(const std::vector<Prompt>& prompts,
+                                             const GenerateOptions& opts, const CancelToken& cancel,
+                                             BatchMetrics* metrics) override {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::shared_ptr<RequestShared>> shared;
     for (const auto& p : prompts) {
@@ -304,11 +327,13 @@ class EngineImpl final : public Engine {
     return out;
   }
 
-  std::vector<ClassifyResult> classify(const std::vector<Prompt>& prompts, const ClassifyOptions& opts,
+  std::vector<ClassifyResult> classify(const std::vector<Prompt>& prompts,
+                                       const ClassifyOptions& opts,
                                        BatchMetrics* metrics) override {
     const auto t0 = std::chrono::steady_clock::now();
     validate(opts.sampling);
-    if (opts.top_logprobs < 0 || opts.top_logprobs > 20) fail_arg("top_logprobs must be in [0, 20]");
+    if (opts.top_logprobs < 0 || opts.top_logprobs > 20)
+      fail_arg("top_logprobs must be in [0, 20]");
     std::vector<std::shared_ptr<RequestShared>> shared;
     for (const auto& p : prompts) {
       RequestSpec spec;
@@ -328,8 +353,10 @@ class EngineImpl final : public Engine {
       wait(*sh);
       std::lock_guard<std::mutex> lk(sh->mu);
       ClassifyResult c = std::move(sh->classify);
-      if (c.error.empty() && sh->result.finish_reason == FinishReason::error) c.error = sh->result.error;
-      if (c.error.empty() && sh->result.finish_reason == FinishReason::cancelled) c.error = "cancelled";
+      if (c.error.empty() && sh->result.finish_reason == FinishReason::error)
+        c.error = sh->result.error;
+      if (c.error.empty() && sh->result.finish_reason == FinishReason::cancelled)
+        c.error = "cancelled";
       out.push_back(std::move(c));
     }
     if (metrics) {
@@ -341,7 +368,8 @@ class EngineImpl final : public Engine {
     return out;
   }
 
-  std::unique_ptr<RequestStream> submit(const Prompt& prompt, const GenerateOptions& opts) override {
+  std::unique_ptr<RequestStream> submit(const Prompt& prompt,
+                                        const GenerateOptions& opts) override {
     RequestSpec spec = make_spec(prompt, opts, {}, CancelToken());
     spec.shared->stream = true;
     auto sh = spec.shared;
@@ -357,7 +385,8 @@ class EngineImpl final : public Engine {
     if (!tokenizer_) return "";
     return tokenizer_->decode(ids, true);
   }
-  std::string apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const override {
+  std::string apply_chat_template(const std::vector<ChatMessage>& messages,
+                                  bool add_generation_prompt) const override {
     return render_chat(messages, add_generation_prompt);
   }
   EngineStats stats() const override { return sched_->stats(); }
@@ -369,7 +398,8 @@ class EngineImpl final : public Engine {
   }
 
   void finish_batch_metrics(BatchMetrics& m, std::chrono::steady_clock::time_point t0) const {
-    m.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    m.total_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const double s = m.total_ms / 1e3;
     if (s > 0) {
       m.requests_per_s = m.requests / s;
@@ -386,8 +416,9 @@ class EngineImpl final : public Engine {
       if (pct == last) return;
       last = pct;
       const int w = 40, fill = pct * w / 100;
-      std::fprintf(stderr, "\rloading [%.*s%*s] %3d%% %s / %s", fill, "########################################",
-                   w - fill, "", pct, format_bytes(done).c_str(), format_bytes(total).c_str());
+      std::fprintf(stderr, "\rloading [%.*s%*s] %3d%% %s / %s", fill,
+                   "########################################", w - fill, "", pct,
+                   format_bytes(done).c_str(), format_bytes(total).c_str());
     };
   }
 
@@ -406,6 +437,8 @@ class EngineImpl final : public Engine {
 
 }  // namespace
 
-std::unique_ptr<Engine> Engine::load(const EngineOptions& opts) { return std::make_unique<EngineImpl>(opts); }
+std::unique_ptr<Engine> Engine::load(const EngineOptions& opts) {
+  return std::make_unique<EngineImpl>(opts);
+}
 
 }  // namespace tessera

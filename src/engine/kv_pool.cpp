@@ -13,14 +13,16 @@ KvPool::KvPool(ComputeBackend& backend, const KvSpec& spec, const KvPoolOptions&
   const int ng = static_cast<int>(spec.group_window.size());
   std::vector<int> layers_in(ng, 0);
   for (int g : spec.layer_group) ++layers_in[g];
-  const size_t slot_bytes = static_cast<size_t>(spec.num_kv_heads) * spec.head_dim * dtype_size(spec.dtype);
+  const size_t slot_bytes =
+      static_cast<size_t>(spec.num_kv_heads) * spec.head_dim * dtype_size(spec.dtype);
   // Bytes of one block (K and V) in group g.
   auto block_bytes = [&](int g) { return 2 * slot_bytes * block_size_ * layers_in[g]; };
   groups_.resize(ng);
   for (int g = 0; g < ng; ++g) groups_[g].window = spec.group_window[g];
   const int full_blocks_per_seq = (opts.max_context + block_size_ - 1) / block_size_;
   std::vector<int> per_seq(ng);
-  for (int g = 0; g < ng; ++g) per_seq[g] = blocks_needed(g, opts.max_context, opts.max_step_tokens);
+  for (int g = 0; g < ng; ++g)
+    per_seq[g] = blocks_needed(g, opts.max_context, opts.max_step_tokens);
 
   size_t budget = opts.budget_bytes ? opts.budget_bytes : bytes_for(spec, opts);
   // Equal block counts in every group (the short-sequence regime), then cap sliding groups at
@@ -74,7 +76,8 @@ KvPool::KvPool(ComputeBackend& backend, const KvSpec& spec, const KvPoolOptions&
 }
 
 size_t KvPool::bytes_for(const KvSpec& spec, const KvPoolOptions& opts) {
-  const size_t slot_bytes = static_cast<size_t>(spec.num_kv_heads) * spec.head_dim * dtype_size(spec.dtype);
+  const size_t slot_bytes =
+      static_cast<size_t>(spec.num_kv_heads) * spec.head_dim * dtype_size(spec.dtype);
   const int bs = opts.block_size;
   size_t total = 0;
   for (size_t l = 0; l < spec.layer_group.size(); ++l) {
@@ -163,7 +166,9 @@ int KvPool::lookup(int g, uint64_t hash) {
 
 SequenceKv::SequenceKv(KvPool& pool) : pool_(pool), tables_(pool.num_groups()) {}
 
-SequenceKv::~SequenceKv() { release_all(); }
+SequenceKv::~SequenceKv() {
+  release_all();
+}
 
 void SequenceKv::release_all() {
   for (int g = 0; g < pool_.num_groups(); ++g) {
@@ -201,7 +206,8 @@ bool SequenceKv::reserve(int n) {
     if (missing > pool_.free_blocks(g)) return false;
   }
   for (int g = 0; g < pool_.num_groups(); ++g)
-    while (static_cast<int>(tables_[g].size()) < need_blocks) tables_[g].push_back(pool_.allocate(g));
+    while (static_cast<int>(tables_[g].size()) < need_blocks)
+      tables_[g].push_back(pool_.allocate(g));
   length_ += n;
   return true;
 }

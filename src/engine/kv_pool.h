@@ -116,7 +116,8 @@ class SequenceKv {
  private:
   void drop_out_of_window(int first_new_pos);
   KvPool& pool_;
-  std::vector<std::vector<int>> tables_;  // per group: block per logical block index, -1 if released
+  std::vector<std::vector<int>>
+      tables_;  // per group: block per logical block index, -1 if released
   int length_ = 0;
 };
 

@@ -11,7 +11,8 @@ std::vector<uint64_t> block_chain_hashes(std::span<const int32_t> tokens, int bl
   uint64_t h = 0x51ed270b27fbd3f1ull;
   for (size_t b = 0; (b + 1) * block_size <= tokens.size(); ++b) {
     for (int i = 0; i < block_size; ++i)
-      h = mix64(h ^ (static_cast<uint64_t>(static_cast<uint32_t>(tokens[b * block_size + i])) + 0x9e37ull * i));
+      h = mix64(h ^ (static_cast<uint64_t>(static_cast<uint32_t>(tokens[b * block_size + i])) +
+                     0x9e37ull * i));
     out.push_back(h);
   }
   return out;

@@ -99,7 +99,9 @@ void Scheduler::admit_new() {
     s->kv = std::make_unique<SequenceKv>(pool_);
     s->stops = std::make_unique<StopChecker>(s->spec.gen.stop);
     const auto& so = s->sampling();
-    s->seed = so.seed ? *so.seed : std::random_device{}() ^ static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+    s->seed = so.seed ? *so.seed
+                      : std::random_device{}() ^
+                            static_cast<uint64_t>(Clock::now().time_since_epoch().count());
     for (int32_t t : s->tokens) s->seen.insert(t);
     if (!s->spec.error.empty()) {
       finish(*s, FinishReason::error, s->spec.error);
@@ -108,7 +110,8 @@ void Scheduler::admit_new() {
     // Requests that can never run fail at once.
     std::string why;
     const int ctx = opts_.context_length;
-    const int need = s->prompt_len + (s->spec.kind == RequestKind::generate ? s->spec.gen.max_tokens : 0);
+    const int need =
+        s->prompt_len + (s->spec.kind == RequestKind::generate ? s->spec.gen.max_tokens : 0);
     if (s->prompt_len == 0) {
       why = "the prompt is empty";
     } else if (need > ctx) {
@@ -144,7 +147,8 @@ void Scheduler::fill_metrics(Sequence& s, Metrics& m) {
   m.prefill_ms = s.started ? ms_between(admit, s.generated.empty() ? end : first) : 0;
   m.decode_ms = s.generated.size() > 1 ? ms_between(first, end) : 0;
   m.total_ms = ms_between(s.t_submit, end);
-  m.prefill_tokens_per_s = m.prefill_ms > 0 ? (s.prompt_len - s.cached_prompt) / (m.prefill_ms / 1e3) : 0;
+  m.prefill_tokens_per_s =
+      m.prefill_ms > 0 ? (s.prompt_len - s.cached_prompt) / (m.prefill_ms / 1e3) : 0;
   m.decode_tokens_per_s = m.decode_ms > 0 ? (s.generated.size() - 1) / (m.decode_ms / 1e3) : 0;
   const auto& t = memory_tracker(model_.backend().device());
   m.peak_memory_bytes = t.peak();
@@ -199,7 +203,8 @@ void Scheduler::preempt(Sequence& s) {
   s.kv->release_all();
   s.computed = 0;
   s.registered = 0;
-  auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& p) { return p.get() == &s; });
+  auto it =
+      std::find_if(running_.begin(), running_.end(), [&](const auto& p) { return p.get() == &s; });
   TS_ASSERT(it != running_.end());
   waiting_.push_front(std::move(*it));
   running_.erase(it);
@@ -291,7 +296,9 @@ bool Scheduler::step() {
   int budget = opts_.max_batch_tokens;
   std::vector<Sequence*> batch;
   std::vector<int> chunks;
-  auto in_batch = [&](const Sequence* s) { return std::find(batch.begin(), batch.end(), s) != batch.end(); };
+  auto in_batch = [&](const Sequence* s) {
+    return std::find(batch.begin(), batch.end(), s) != batch.end();
+  };
   // Reserves n positions for s, preempting younger sequences not in this step if the pool is
   // short. False when nothing younger is left to preempt.
   auto make_room = [&](Sequence& s, int n) {
@@ -338,7 +345,8 @@ bool Scheduler::step() {
     const int bs = pool_.block_size();
     if (opts_.prefix_cache && s.computed == 0) {
       s.hashes = block_chain_hashes(s.tokens, bs);
-      const int got = adopt_cached_prefix(pool_, *s.kv, s.hashes, (static_cast<int>(s.tokens.size()) - 1) / bs);
+      const int got =
+          adopt_cached_prefix(pool_, *s.kv, s.hashes, (static_cast<int>(s.tokens.size()) - 1) / bs);
       s.computed = got;
       s.registered = got / bs;
       if (!s.started) {
@@ -391,7 +399,8 @@ bool Scheduler::step() {
       s.computed += chunks[i];
       if (opts_.prefix_cache) {
         const int bs = pool_.block_size();
-        if (static_cast<int>(s.hashes.size()) < s.computed / bs) s.hashes = block_chain_hashes(s.tokens, bs);
+        if (static_cast<int>(s.hashes.size()) < s.computed / bs)
+          s.hashes = block_chain_hashes(s.tokens, bs);
         register_full_blocks(pool_, *s.kv, s.hashes, s.registered, s.computed / bs);
         s.registered = std::max(s.registered, s.computed / bs);
       }
@@ -415,17 +424,20 @@ bool Scheduler::step() {
       }
       if (so.presence_penalty != 0.0f || so.frequency_penalty != 0.0f) {
         p.freq_begin = static_cast<int>(sb.penalty_ids.size());
-        for (auto [t, c] : s.out_counts) sb.penalty_ids.push_back(t), sb.penalty_counts.push_back(c);
+        for (auto [t, c] : s.out_counts)
+          sb.penalty_ids.push_back(t), sb.penalty_counts.push_back(c);
         p.freq_count = static_cast<int>(sb.penalty_ids.size()) - p.freq_begin;
       }
       if (s.spec.kind == RequestKind::generate &&
           static_cast<int>(s.generated.size()) < s.spec.gen.min_tokens) {
         p.suppress_begin = static_cast<int>(sb.suppress_ids.size());
-        sb.suppress_ids.insert(sb.suppress_ids.end(), s.spec.stop_ids.begin(), s.spec.stop_ids.end());
+        sb.suppress_ids.insert(sb.suppress_ids.end(), s.spec.stop_ids.begin(),
+                               s.spec.stop_ids.end());
         p.suppress_count = static_cast<int>(s.spec.stop_ids.size());
       }
       p.logprobs = so.logprobs || s.spec.kind == RequestKind::classify;
-      p.top_logprobs = s.spec.kind == RequestKind::classify ? s.spec.cls.top_logprobs : so.top_logprobs;
+      p.top_logprobs =
+          s.spec.kind == RequestKind::classify ? s.spec.cls.top_logprobs : so.top_logprobs;
       sb.rows.push_back(p);
     }
     SampleOutput out;
@@ -437,9 +449,9 @@ bool Scheduler::step() {
         if (s.spec.kind == RequestKind::classify && s.spec.cls.return_logits) {
           auto& dst = s.spec.shared->classify.logits;
           dst.resize(static_cast<size_t>(logits.cols));
-          model_.backend().copy_to_host(dst.data(),
-                                        static_cast<const char*>(logits.data) + r * logits.row_bytes(),
-                                        dst.size() * sizeof(float));
+          model_.backend().copy_to_host(
+              dst.data(), static_cast<const char*>(logits.data) + r * logits.row_bytes(),
+              dst.size() * sizeof(float));
         }
         on_sampled(s, out.ids[r], out, static_cast<int>(r));
       }
@@ -447,7 +459,8 @@ bool Scheduler::step() {
   } catch (const std::exception& e) {
     // A failed step fails the requests in it, and only them.
     for (Sequence* s : batch)
-      if (!s->spec.shared->done) finish(*s, FinishReason::error, std::string("step failed: ") + e.what());
+      if (!s->spec.shared->done)
+        finish(*s, FinishReason::error, std::string("step failed: ") + e.what());
   }
   // Finished sequences leave the batch at once.
   std::erase_if(running_, [](const auto& s) { return s->spec.shared->done; });

@@ -57,7 +57,7 @@ struct RequestSpec {
   std::vector<int32_t> prompt;
   GenerateOptions gen;
   ClassifyOptions cls;
-  std::vector<int32_t> stop_ids;  // EOS set + the request's stop_token_ids (empty if ignore_eos)
+  std::vector<int32_t> stop_ids;     // EOS set + the request's stop_token_ids (empty if ignore_eos)
   std::unique_ptr<TextStream> text;  // may be null (no tokenizer): text stays empty
   TokenCallback on_token;
   std::shared_ptr<RequestShared> shared;

@@ -26,8 +26,8 @@ class StopChecker {
 
  private:
   std::vector<std::string> stops_;
-  std::string text_;       // all text so far (cut at the match)
-  size_t emitted_ = 0;     // bytes of text_ released
+  std::string text_;    // all text so far (cut at the match)
+  size_t emitted_ = 0;  // bytes of text_ released
   int matched_ = -1;
 };
 

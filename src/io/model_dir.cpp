@@ -30,8 +30,9 @@ namespace {
 std::string canonical_name(const std::string& n) {
   static const char* kPrefixes[] = {"model.language_model.", "language_model.model.",
                                     "language_model.", "model."};
-  static const char* kOther[] = {"vision_tower.", "model.vision_tower.", "multi_modal_projector.",
-                                 "model.multi_modal_projector.", "vision_model.", "model.vision_model."};
+  static const char* kOther[] = {"vision_tower.",          "model.vision_tower.",
+                                 "multi_modal_projector.", "model.multi_modal_projector.",
+                                 "vision_model.",          "model.vision_model."};
   for (const char* o : kOther)
     if (n.rfind(o, 0) == 0) return "";
   for (const char* p : kPrefixes)
@@ -44,7 +45,8 @@ std::string canonical_name(const std::string& n) {
 ModelDir::ModelDir(const std::string& dir) : dir_(dir) {
   if (!fs::is_directory(dir)) fail(ErrorKind::io, dir + ": not a directory");
   std::string cfg_path = dir + "/config.json";
-  if (!fs::exists(cfg_path)) fail_model(dir + ": no config.json (is this a Hugging Face model directory?)");
+  if (!fs::exists(cfg_path))
+    fail_model(dir + ": no config.json (is this a Hugging Face model directory?)");
   full_config_ = read_json_file(cfg_path);
   if (!full_config_.is_object()) fail_model(cfg_path + ": not a JSON object");
   config_ = full_config_;

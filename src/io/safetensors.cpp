@@ -32,9 +32,21 @@ std::string TensorInfo::shape_str() const {
 namespace {
 
 bool parse_dtype(const std::string& s, DType* out, size_t* elem) {
-  if (s == "F32") { *out = DType::f32; *elem = 4; return true; }
-  if (s == "BF16") { *out = DType::bf16; *elem = 2; return true; }
-  if (s == "F16") { *out = DType::f16; *elem = 2; return true; }
+  if (s == "F32") {
+    *out = DType::f32;
+    *elem = 4;
+    return true;
+  }
+  if (s == "BF16") {
+    *out = DType::bf16;
+    *elem = 2;
+    return true;
+  }
+  if (s == "F16") {
+    *out = DType::f16;
+    *elem = 2;
+    return true;
+  }
   return false;
 }
 
@@ -91,7 +103,9 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
       if (it.key() == "__metadata__") continue;
       const std::string& name = it.key();
       const json& v = it.value();
-      auto bad = [&](const std::string& why) { fail_model(path + ": tensor '" + name + "': " + why); };
+      auto bad = [&](const std::string& why) {
+        fail_model(path + ": tensor '" + name + "': " + why);
+      };
       if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") ||
           !v.contains("data_offsets"))
         bad("header entry lacks dtype, shape or data_offsets");
@@ -130,7 +144,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     }
     std::vector<size_t> order(ranges.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ranges[a] < ranges[b]; });
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return ranges[a] < ranges[b]; });
     for (size_t i = 1; i < order.size(); ++i) {
       const auto& prev = ranges[order[i - 1]];
       const auto& cur = ranges[order[i]];
@@ -159,7 +174,8 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
     for (int64_t d : t.shape) n *= d;
     size_t bytes = static_cast<size_t>(n) * dtype_size(t.dtype);
     const char* dt = t.dtype == DType::f32 ? "F32" : t.dtype == DType::bf16 ? "BF16" : "F16";
-    header[t.name] = {{"dtype", dt}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    header[t.name] = {
+        {"dtype", dt}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string h = header.dump();

@@ -16,7 +16,8 @@ void DecoderModel::finish_setup(DType kv_dtype) {
   for (auto& layer : layers_) {
     auto it = group_of_window.find(layer.window);
     if (it == group_of_window.end()) {
-      it = group_of_window.emplace(layer.window, static_cast<int>(kv_spec_.group_window.size())).first;
+      it = group_of_window.emplace(layer.window, static_cast<int>(kv_spec_.group_window.size()))
+               .first;
       kv_spec_.group_window.push_back(layer.window);
     }
     layer.kv_group = it->second;
@@ -54,10 +55,9 @@ Tensor DecoderModel::forward(const HostBatch& hb, std::span<const KvLayerView> k
       const DecoderLayer& L = layers_[l];
       const Tensor* bias = L.qkv_bias.buffer ? &L.qkv_bias.view : nullptr;
       be.linear(h, *L.qkv, bias, qkv);
-      be.qk_norm_rope(qkv, s.heads, s.kv_heads, s.head_dim,
-                      L.q_norm.buffer ? &L.q_norm.view : nullptr,
-                      L.k_norm.buffer ? &L.k_norm.view : nullptr, s.eps, b.positions,
-                      L.inv_freq.view);
+      be.qk_norm_rope(
+          qkv, s.heads, s.kv_heads, s.head_dim, L.q_norm.buffer ? &L.q_norm.view : nullptr,
+          L.k_norm.buffer ? &L.k_norm.view : nullptr, s.eps, b.positions, L.inv_freq.view);
       be.kv_store(qkv, s.heads, s.kv_heads, s.head_dim, kv[l], b.groups[L.kv_group].slot_mapping);
       be.attention(qkv, s.heads, s.kv_heads, s.head_dim, kv[l], b, L.kv_group, s.attn_scale,
                    L.window, s.attn_softcap, attn);
@@ -84,8 +84,11 @@ size_t DecoderModel::scratch_bytes(int tokens, int logit_rows) const {
   const size_t act = dtype_size(backend_->act_dtype());
   const size_t T = static_cast<size_t>(tokens), R = static_cast<size_t>(std::max(logit_rows, 1));
   const size_t qkv_cols = static_cast<size_t>(s.heads + 2 * s.kv_heads) * s.head_dim;
-  size_t b = T * s.hidden * 4 + T * (2 * s.hidden + qkv_cols + static_cast<size_t>(s.heads) * s.head_dim +
-                                     3 * static_cast<size_t>(s.intermediate)) * act;
+  size_t b =
+      T * s.hidden * 4 + T *
+                             (2 * s.hidden + qkv_cols + static_cast<size_t>(s.heads) * s.head_dim +
+                              3 * static_cast<size_t>(s.intermediate)) *
+                             act;
   b += R * s.hidden * (4 + act) + R * static_cast<size_t>(s.vocab) * 4;
   return b + 64 * 16;  // alignment of each scratch tensor
 }
@@ -109,7 +112,8 @@ const TensorInfo& WeightLoader::take_checked(const std::string& name,
 std::unique_ptr<Weight> WeightLoader::matrix(const std::vector<std::string>& names,
                                              const std::vector<int64_t>& rows, int64_t cols) {
   std::vector<const TensorInfo*> parts;
-  for (size_t i = 0; i < names.size(); ++i) parts.push_back(&take_checked(names[i], {rows[i], cols}));
+  for (size_t i = 0; i < names.size(); ++i)
+    parts.push_back(&take_checked(names[i], {rows[i], cols}));
   return backend_.upload_weight(parts, dtype_, names[0]);
 }
 
@@ -117,9 +121,9 @@ DeviceArray WeightLoader::vector(const std::string& name, int64_t n, float add) 
   const TensorInfo& t = take_checked(name, {n});
   std::vector<float> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
-    float x = t.dtype == DType::f32   ? static_cast<const float*>(t.data)[i]
+    float x = t.dtype == DType::f32    ? static_cast<const float*>(t.data)[i]
               : t.dtype == DType::bf16 ? bf16_to_f32(static_cast<const uint16_t*>(t.data)[i])
-                                      : f16_to_f32(static_cast<const uint16_t*>(t.data)[i]);
+                                       : f16_to_f32(static_cast<const uint16_t*>(t.data)[i]);
     v[i] = add + x;
   }
   return backend_.upload_f32(v, "norm/bias vector");
@@ -131,9 +135,9 @@ DeviceArray WeightLoader::vectors(const std::vector<std::string>& names,
   for (size_t i = 0; i < names.size(); ++i) {
     const TensorInfo& t = take_checked(names[i], {n[i]});
     for (int64_t j = 0; j < n[i]; ++j)
-      all.push_back(t.dtype == DType::f32   ? static_cast<const float*>(t.data)[j]
+      all.push_back(t.dtype == DType::f32    ? static_cast<const float*>(t.data)[j]
                     : t.dtype == DType::bf16 ? bf16_to_f32(static_cast<const uint16_t*>(t.data)[j])
-                                            : f16_to_f32(static_cast<const uint16_t*>(t.data)[j]));
+                                             : f16_to_f32(static_cast<const uint16_t*>(t.data)[j]));
   }
   return backend_.upload_f32(all, "bias vector");
 }
@@ -147,7 +151,8 @@ DType choose_weight_dtype(const ModelDir& dir, const LoadOptions& opts, DType* c
   for (auto [dt, n] : bytes)
     if (n > best) best = n, ck = dt;
   if (checkpoint_dtype) *checkpoint_dtype = ck;
-  if (opts.dtype == "auto" || opts.dtype.empty()) return ck == DType::bf16 ? DType::bf16 : DType::f32;
+  if (opts.dtype == "auto" || opts.dtype.empty())
+    return ck == DType::bf16 ? DType::bf16 : DType::f32;
   if (opts.dtype == "f32" || opts.dtype == "float32") return DType::f32;
   if (opts.dtype == "bf16" || opts.dtype == "bfloat16") return DType::bf16;
   fail_arg("unknown dtype '" + opts.dtype + "' (expected auto, f32 or bf16)");
@@ -165,7 +170,8 @@ std::vector<int> read_eos_ids(const ModelDir& dir) {
         if (e.is_number_integer()) ids.push_back(e.get<int>());
     }
   };
-  if (dir.generation_config().contains("eos_token_id")) add(dir.generation_config()["eos_token_id"]);
+  if (dir.generation_config().contains("eos_token_id"))
+    add(dir.generation_config()["eos_token_id"]);
   if (ids.empty() && dir.config().contains("eos_token_id")) add(dir.config()["eos_token_id"]);
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());

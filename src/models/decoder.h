@@ -28,11 +28,11 @@ struct DecoderSpec {
 };
 
 struct DecoderLayer {
-  DeviceArray input_norm, pre_ff_norm;        // always present
-  DeviceArray post_attn_norm, post_ff_norm;   // sandwich_norms only
-  DeviceArray q_norm, k_norm;                 // per-head q/k RMSNorm (Gemma 3, Qwen 3), optional
-  DeviceArray qkv_bias;                       // Qwen 2 (and Llama attention_bias), optional
-  DeviceArray o_bias;                         // Llama attention_bias, optional
+  DeviceArray input_norm, pre_ff_norm;       // always present
+  DeviceArray post_attn_norm, post_ff_norm;  // sandwich_norms only
+  DeviceArray q_norm, k_norm;                // per-head q/k RMSNorm (Gemma 3, Qwen 3), optional
+  DeviceArray qkv_bias;                      // Qwen 2 (and Llama attention_bias), optional
+  DeviceArray o_bias;                        // Llama attention_bias, optional
   std::unique_ptr<Weight> qkv, o, gate_up, down;
   DeviceArray inv_freq;  // [head_dim / 2]
   int window = 0;        // 0: full attention
@@ -62,7 +62,10 @@ class WeightLoader {
  public:
   WeightLoader(ModelDir& dir, ComputeBackend& backend, DType weight_dtype,
                std::function<void(size_t, size_t)> progress = {})
-      : dir_(dir), backend_(backend), dtype_(weight_dtype), progress_(std::move(progress)),
+      : dir_(dir),
+        backend_(backend),
+        dtype_(weight_dtype),
+        progress_(std::move(progress)),
         total_(dir.total_bytes()) {}
 
   // Stacks the named [rows_i, cols] matrices (e.g. q, k, v) into one weight.

@@ -21,7 +21,8 @@ namespace {
 
 class Gemma3Model final : public DecoderModel {
  public:
-  Gemma3Model(ModelDir& dir, ComputeBackend& backend, const LoadOptions& opts) : DecoderModel(backend) {
+  Gemma3Model(ModelDir& dir, ComputeBackend& backend, const LoadOptions& opts)
+      : DecoderModel(backend) {
     ConfigReader c{dir.config(), dir.config_path()};
     ModelInfo& in = info_;
     in.model_type = c.get_string("model_type", "gemma3_text");
@@ -44,10 +45,12 @@ class Gemma3Model final : public DecoderModel {
       c.bad("num_key_value_heads", "must divide num_attention_heads");
     if (in.head_dim % 2 != 0) c.bad("head_dim", "must be even (rotary embedding)");
     if (c.get_bool("use_bidirectional_attention", false))
-      fail(ErrorKind::unsupported, c.file + ": use_bidirectional_attention=true (embedding models) is not supported");
+      fail(ErrorKind::unsupported,
+           c.file + ": use_bidirectional_attention=true (embedding models) is not supported");
     if (c.get_bool("attention_bias", false))
       fail(ErrorKind::unsupported, c.file + ": attention_bias=true is not supported for Gemma 3");
-    std::string act = c.get_string("hidden_activation", c.get_string("hidden_act", "gelu_pytorch_tanh"));
+    std::string act =
+        c.get_string("hidden_activation", c.get_string("hidden_act", "gelu_pytorch_tanh"));
     if (act != "gelu_pytorch_tanh" && act != "gelu_tanh")
       fail(ErrorKind::unsupported, c.file + ": hidden_activation '" + act + "' is not supported");
 
@@ -56,7 +59,8 @@ class Gemma3Model final : public DecoderModel {
     if (c.has("layer_types")) {
       const auto& lt = c.j["layer_types"];
       if (!lt.is_array() || lt.size() != static_cast<size_t>(in.num_layers))
-        c.bad("layer_types", "must list one type per layer (" + std::to_string(in.num_layers) + ")");
+        c.bad("layer_types",
+              "must list one type per layer (" + std::to_string(in.num_layers) + ")");
       for (const auto& t : lt) {
         if (!t.is_string() || (t != "sliding_attention" && t != "full_attention"))
           c.bad("layer_types", "entries must be \"sliding_attention\" or \"full_attention\"");
@@ -91,7 +95,8 @@ class Gemma3Model final : public DecoderModel {
 
     in.weight_dtype = choose_weight_dtype(dir, opts, &in.checkpoint_dtype);
     WeightLoader w(dir, backend, in.weight_dtype, opts.progress);
-    const int64_t H = s.hidden, hd = s.head_dim, q = int64_t{s.heads} * hd, kv = int64_t{s.kv_heads} * hd;
+    const int64_t H = s.hidden, hd = s.head_dim, q = int64_t{s.heads} * hd,
+                  kv = int64_t{s.kv_heads} * hd;
     embed_ = w.matrix({"embed_tokens.weight"}, {in.vocab_size}, H);
     const double global_theta = 1e6, local_theta = c.get_float("rope_local_base_freq", 10000.0);
     for (int i = 0; i < in.num_layers; ++i) {
@@ -120,7 +125,8 @@ class Gemma3Model final : public DecoderModel {
     if (!in.tied_embeddings) {
       lm_head_ = w.matrix({"lm_head.weight"}, {in.vocab_size}, H);
     } else if (dir.has("lm_head.weight")) {
-      dir.take("lm_head.weight");  // a redundant copy of the tied embedding: ignored, as transformers does
+      dir.take("lm_head.weight");  // a redundant copy of the tied embedding: ignored, as
+                                   // transformers does
     }
     dir.check_all_used();
     in.parameter_count = w.parameters();
@@ -131,7 +137,8 @@ class Gemma3Model final : public DecoderModel {
 
 }  // namespace
 
-std::unique_ptr<Model> make_gemma3(ModelDir& dir, ComputeBackend& backend, const LoadOptions& opts) {
+std::unique_ptr<Model> make_gemma3(ModelDir& dir, ComputeBackend& backend,
+                                   const LoadOptions& opts) {
   return std::make_unique<Gemma3Model>(dir, backend, opts);
 }
 

@@ -33,11 +33,14 @@ class LlamaFamilyModel final : public DecoderModel {
     if (in.head_dim <= 0 || in.head_dim % 2 != 0) c.bad("head_dim", "must be positive and even");
     in.vocab_size = static_cast<int>(c.get_int("vocab_size"));
     in.max_position_embeddings = static_cast<int>(c.get_int("max_position_embeddings", 4096));
-    in.tied_embeddings = c.get_bool("tie_word_embeddings", false);  // transformers: Llama/Mistral/Qwen default
+    in.tied_embeddings =
+        c.get_bool("tie_word_embeddings", false);  // transformers: Llama/Mistral/Qwen default
     in.bos_token_id = c.has("bos_token_id") && c.j["bos_token_id"].is_number_integer()
-                          ? static_cast<int>(c.get_int("bos_token_id")) : -1;
+                          ? static_cast<int>(c.get_int("bos_token_id"))
+                          : -1;
     in.pad_token_id = c.has("pad_token_id") && c.j["pad_token_id"].is_number_integer()
-                          ? static_cast<int>(c.get_int("pad_token_id")) : -1;
+                          ? static_cast<int>(c.get_int("pad_token_id"))
+                          : -1;
     in.eos_token_ids = read_eos_ids(dir);
     if (in.num_heads % in.num_kv_heads != 0)
       c.bad("num_key_value_heads", "must divide num_attention_heads");
@@ -64,11 +67,13 @@ class LlamaFamilyModel final : public DecoderModel {
           c.bad("layer_types", "entries must be \"sliding_attention\" or \"full_attention\"");
         in.layer_types.push_back(t.get<std::string>());
       }
-      if (window == 0 && c.has("sliding_window")) window = static_cast<int>(c.get_int("sliding_window"));
+      if (window == 0 && c.has("sliding_window"))
+        window = static_cast<int>(c.get_int("sliding_window"));
     } else {
       const int first_sliding = qwen ? static_cast<int>(c.get_int("max_window_layers", 0)) : 0;
       for (int i = 0; i < in.num_layers; ++i)
-        in.layer_types.push_back(window > 0 && i >= first_sliding ? "sliding_attention" : "full_attention");
+        in.layer_types.push_back(window > 0 && i >= first_sliding ? "sliding_attention"
+                                                                  : "full_attention");
     }
     for (const auto& t : in.layer_types)
       if (t == "sliding_attention" && window <= 0)
@@ -93,7 +98,8 @@ class LlamaFamilyModel final : public DecoderModel {
 
     in.weight_dtype = choose_weight_dtype(dir, opts, &in.checkpoint_dtype);
     WeightLoader w(dir, backend, in.weight_dtype, opts.progress);
-    const int64_t H = s.hidden, hd = s.head_dim, q = int64_t{s.heads} * hd, kv = int64_t{s.kv_heads} * hd;
+    const int64_t H = s.hidden, hd = s.head_dim, q = int64_t{s.heads} * hd,
+                  kv = int64_t{s.kv_heads} * hd;
     embed_ = w.matrix({"embed_tokens.weight"}, {in.vocab_size}, H);
     for (int i = 0; i < in.num_layers; ++i) {
       const std::string p = "layers." + std::to_string(i) + ".";
@@ -108,9 +114,9 @@ class LlamaFamilyModel final : public DecoderModel {
                         p + "self_attn.v_proj.weight"},
                        {q, kv, kv}, H);
       if (qkv_bias)
-        L.qkv_bias = w.vectors({p + "self_attn.q_proj.bias", p + "self_attn.k_proj.bias",
-                                p + "self_attn.v_proj.bias"},
-                               {q, kv, kv});
+        L.qkv_bias = w.vectors(
+            {p + "self_attn.q_proj.bias", p + "self_attn.k_proj.bias", p + "self_attn.v_proj.bias"},
+            {q, kv, kv});
       L.o = w.matrix({p + "self_attn.o_proj.weight"}, {H}, q);
       if (o_bias) L.o_bias = w.vector(p + "self_attn.o_proj.bias", H);
       L.gate_up = w.matrix({p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"},
@@ -125,7 +131,8 @@ class LlamaFamilyModel final : public DecoderModel {
     if (!in.tied_embeddings) {
       lm_head_ = w.matrix({"lm_head.weight"}, {in.vocab_size}, H);
     } else if (dir.has("lm_head.weight")) {
-      dir.take("lm_head.weight");  // a redundant copy of the tied embedding, as transformers ignores it
+      dir.take(
+          "lm_head.weight");  // a redundant copy of the tied embedding, as transformers ignores it
     }
     dir.check_all_used();
     in.parameter_count = w.parameters();

@@ -15,7 +15,6 @@
 
 namespace tessera {
 
-
 // The paged KV cache layout a model needs: layers with the same attention window share a group
 // (and its block tables); window 0 means full attention.
 struct KvSpec {

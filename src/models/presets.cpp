@@ -70,32 +70,58 @@ std::vector<Preset> presets() {
   g1b["sliding_window"] = 512;
   g1b["query_pre_attn_scalar"] = 256;
   json types = json::array();
-  for (int i = 0; i < 26; ++i) types.push_back((i + 1) % 6 ? "sliding_attention" : "full_attention");
+  for (int i = 0; i < 26; ++i)
+    types.push_back((i + 1) % 6 ? "sliding_attention" : "full_attention");
   g1b["layer_types"] = types;
   json gen = {{"bos_token_id", 2}, {"eos_token_id", {1, 106}}, {"pad_token_id", 0}};
   // Llama 3.2 style (llama3 rope scaling), Qwen 2.5 and Qwen 3 shapes in miniature, with their
   // real vocabularies and EOS lists (<|eot_id|>, <|im_end|>).
-  json llama = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"vocab_size", 128256},
-                {"hidden_size", 128}, {"intermediate_size", 512}, {"num_hidden_layers", 4},
-                {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 32},
-                {"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-5}, {"hidden_act", "silu"},
+  json llama = {{"architectures", {"LlamaForCausalLM"}},
+                {"model_type", "llama"},
+                {"vocab_size", 128256},
+                {"hidden_size", 128},
+                {"intermediate_size", 512},
+                {"num_hidden_layers", 4},
+                {"num_attention_heads", 4},
+                {"num_key_value_heads", 2},
+                {"head_dim", 32},
+                {"max_position_embeddings", 131072},
+                {"rms_norm_eps", 1e-5},
+                {"hidden_act", "silu"},
                 {"rope_theta", 500000.0},
-                {"rope_scaling", {{"rope_type", "llama3"}, {"factor", 32.0}, {"low_freq_factor", 1.0},
-                                  {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}}},
-                {"tie_word_embeddings", true}, {"bos_token_id", 128000}, {"eos_token_id", {128001, 128008, 128009}}};
+                {"rope_scaling",
+                 {{"rope_type", "llama3"},
+                  {"factor", 32.0},
+                  {"low_freq_factor", 1.0},
+                  {"high_freq_factor", 4.0},
+                  {"original_max_position_embeddings", 8192}}},
+                {"tie_word_embeddings", true},
+                {"bos_token_id", 128000},
+                {"eos_token_id", {128001, 128008, 128009}}};
   json llama_gen = {{"bos_token_id", 128000}, {"eos_token_id", {128001, 128008, 128009}}};
-  json qwen2 = {{"architectures", {"Qwen2ForCausalLM"}}, {"model_type", "qwen2"}, {"vocab_size", 151936},
-                {"hidden_size", 128}, {"intermediate_size", 384}, {"num_hidden_layers", 4},
-                {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"max_position_embeddings", 32768},
-                {"rms_norm_eps", 1e-6}, {"hidden_act", "silu"}, {"rope_theta", 1000000.0},
-                {"use_sliding_window", false}, {"tie_word_embeddings", true},
-                {"bos_token_id", 151643}, {"eos_token_id", 151645}};
+  json qwen2 = {{"architectures", {"Qwen2ForCausalLM"}},
+                {"model_type", "qwen2"},
+                {"vocab_size", 151936},
+                {"hidden_size", 128},
+                {"intermediate_size", 384},
+                {"num_hidden_layers", 4},
+                {"num_attention_heads", 4},
+                {"num_key_value_heads", 2},
+                {"max_position_embeddings", 32768},
+                {"rms_norm_eps", 1e-6},
+                {"hidden_act", "silu"},
+                {"rope_theta", 1000000.0},
+                {"use_sliding_window", false},
+                {"tie_word_embeddings", true},
+                {"bos_token_id", 151643},
+                {"eos_token_id", 151645}};
   json qwen3 = qwen2;
   qwen3["architectures"] = {"Qwen3ForCausalLM"};
   qwen3["model_type"] = "qwen3";
   qwen3["head_dim"] = 64;
   qwen3["max_position_embeddings"] = 40960;
-  json qwen_gen = {{"bos_token_id", 151643}, {"eos_token_id", {151645, 151643}}, {"pad_token_id", 151643}};
+  json qwen_gen = {
+      {"bos_token_id", 151643}, {"eos_token_id", {151645, 151643}}, {"pad_token_id", 151643}};
   return {{"gemma3-tiny", Family::gemma3, tiny, gen},
           {"gemma3-1b", Family::gemma3, g1b, gen},
           {"llama3-tiny", Family::llama, llama, llama_gen},
@@ -146,7 +172,8 @@ int tokenizer_vocab_size(const std::string& tokenizer_json) {
   if (t.contains("model") && t["model"].contains("vocab")) {
     const auto& v = t["model"]["vocab"];
     if (v.is_object()) {
-      for (auto it = v.begin(); it != v.end(); ++it) mx = std::max<int64_t>(mx, it.value().get<int64_t>());
+      for (auto it = v.begin(); it != v.end(); ++it)
+        mx = std::max<int64_t>(mx, it.value().get<int64_t>());
     } else if (v.is_array()) {
       mx = static_cast<int64_t>(v.size()) - 1;  // Unigram: [[piece, score], ...]
     }
@@ -175,7 +202,8 @@ int64_t make_model(const MakeModelOptions& opts) {
     for (const auto& n : preset_names()) names += (names.empty() ? "" : ", ") + n;
     fail_arg("unknown preset '" + opts.preset + "' (known: " + names + ")");
   }
-  if (opts.dtype != DType::f32 && opts.dtype != DType::bf16) fail_arg("make-model writes f32 or bf16");
+  if (opts.dtype != DType::f32 && opts.dtype != DType::bf16)
+    fail_arg("make-model writes f32 or bf16");
   json cfg = preset->config;
   fs::create_directories(opts.out_dir);
   if (!opts.tokenizer_dir.empty()) {
@@ -187,7 +215,8 @@ int64_t make_model(const MakeModelOptions& opts) {
         fail(ErrorKind::io, src.string() + ": missing (needed by --tokenizer)");
       }
     }
-    cfg["vocab_size"] = tokenizer_vocab_size((fs::path(opts.tokenizer_dir) / "tokenizer.json").string());
+    cfg["vocab_size"] =
+        tokenizer_vocab_size((fs::path(opts.tokenizer_dir) / "tokenizer.json").string());
   }
   cfg["torch_dtype"] = opts.dtype == DType::f32 ? "float32" : "bfloat16";
 
@@ -234,7 +263,8 @@ int64_t make_model(const MakeModelOptions& opts) {
     specs.push_back({p + "mlp.down_proj.weight", {H, I}, 0.f, 0.02f});
   }
   specs.push_back({"model.norm.weight", {H}, norm_mean, 0.1f});
-  if (!cfg.value("tie_word_embeddings", true)) specs.push_back({"lm_head.weight", {V, H}, 0.f, 0.02f});
+  if (!cfg.value("tie_word_embeddings", true))
+    specs.push_back({"lm_head.weight", {V, H}, 0.f, 0.02f});
 
   std::vector<std::vector<char>> data(specs.size());
   std::vector<TensorToWrite> tensors;

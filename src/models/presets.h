@@ -11,7 +11,7 @@
 namespace tessera {
 
 struct MakeModelOptions {
-  std::string preset;         // gemma3-tiny, gemma3-1b, ...
+  std::string preset;  // gemma3-tiny, gemma3-1b, ...
   std::string out_dir;
   DType dtype = DType::bf16;
   uint64_t seed = 0;

@@ -22,7 +22,9 @@ struct Entry {
 
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> e = {
-      {{"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"}, {"gemma3_text", "gemma3"}, make_gemma3},
+      {{"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"},
+       {"gemma3_text", "gemma3"},
+       make_gemma3},
       {{"LlamaForCausalLM"}, {"llama"}, make_llama},
       {{"MistralForCausalLM"}, {"mistral"}, make_mistral},
       {{"Qwen2ForCausalLM"}, {"qwen2"}, make_qwen2},
@@ -35,7 +37,8 @@ const std::vector<Entry>& entries() {
 
 std::vector<std::string> known_architectures() {
   std::vector<std::string> out;
-  for (const auto& e : entries()) out.insert(out.end(), e.architectures.begin(), e.architectures.end());
+  for (const auto& e : entries())
+    out.insert(out.end(), e.architectures.begin(), e.architectures.end());
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -64,7 +67,8 @@ std::unique_ptr<Model> load_model(ModelDir& dir, ComputeBackend& backend, const 
         return build(e, e.architectures.front());
   std::string names;
   for (const auto& a : known_architectures()) names += (names.empty() ? "" : ", ") + a;
-  std::string got = archs.empty() ? "model_type '" + model_type + "'" : "architecture '" + archs[0] + "'";
+  std::string got =
+      archs.empty() ? "model_type '" + model_type + "'" : "architecture '" + archs[0] + "'";
   fail(ErrorKind::unsupported,
        dir.config_path() + ": unknown " + got + " (tessera supports " + names + ")");
 }

@@ -50,7 +50,8 @@ RopeParams rope_params_for(const ConfigReader& cfg, const std::string& layer_typ
     p.theta = legacy_local_theta;
     return p;
   }
-  if (cfg.has("rope_scaling")) return parse_params(cfg.j["rope_scaling"], cfg.file, "rope_scaling", theta);
+  if (cfg.has("rope_scaling"))
+    return parse_params(cfg.j["rope_scaling"], cfg.file, "rope_scaling", theta);
   RopeParams p;
   p.theta = theta;
   return p;

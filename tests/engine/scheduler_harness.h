@@ -59,7 +59,8 @@ struct Harness {
     return sh;
   }
 
-  std::shared_ptr<RequestShared> submit_classify(const std::vector<int32_t>& prompt, ClassifyOptions c) {
+  std::shared_ptr<RequestShared> submit_classify(const std::vector<int32_t>& prompt,
+                                                 ClassifyOptions c) {
     RequestSpec spec;
     spec.kind = RequestKind::classify;
     spec.prompt = prompt;

@@ -30,7 +30,7 @@ TEST(Engine, EosSetCoversGenerationConfigAndEndOfTurn) {
   auto e = tiny_engine();
   auto eos = e->eos_token_ids();
   auto has = [&](int32_t id) { return std::find(eos.begin(), eos.end(), id) != eos.end(); };
-  EXPECT_TRUE(has(1));                               // generation_config.json / <eos>
+  EXPECT_TRUE(has(1));                                             // generation_config.json / <eos>
   EXPECT_TRUE(has(*e->tokenize("<end_of_turn>", false).begin()));  // Gemma chat end of turn
   EXPECT_TRUE(has(106));
 }
@@ -39,11 +39,12 @@ TEST(Engine, TextRoundTripAndStreamingPiecesConcatenate) {
   auto e = tiny_engine();
   std::string streamed;
   int calls = 0;
-  auto r = e->generate(std::string("Tell me a story"), greedy(20), [&](int32_t, std::string_view p) {
-    streamed += p;
-    ++calls;
-    return true;
-  });
+  auto r =
+      e->generate(std::string("Tell me a story"), greedy(20), [&](int32_t, std::string_view p) {
+        streamed += p;
+        ++calls;
+        return true;
+      });
   ASSERT_NE(r.finish_reason, FinishReason::error) << r.error;
   EXPECT_EQ(streamed, r.text);
   EXPECT_GE(calls, static_cast<int>(r.ids.size()));

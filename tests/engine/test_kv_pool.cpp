@@ -55,7 +55,11 @@ TEST_F(KvPoolTest, SizingGivesSlidingGroupsAtMostMaxSeqsWindows) {
   EXPECT_EQ(pool->total_blocks(0), 16);
   EXPECT_EQ(pool->blocks_needed(0, 64, 4), 4);
   EXPECT_EQ(pool->blocks_needed(1, 64, 4), 16);
-  EXPECT_EQ(KvPool::bytes_for(two_groups(8), {.budget_bytes = 0, .block_size = 4, .max_seqs = 4, .max_step_tokens = 4, .max_context = 64}),
+  EXPECT_EQ(KvPool::bytes_for(two_groups(8), {.budget_bytes = 0,
+                                              .block_size = 4,
+                                              .max_seqs = 4,
+                                              .max_step_tokens = 4,
+                                              .max_context = 64}),
             pool->bytes());
 }
 

@@ -16,8 +16,10 @@ struct SamplerTest : ::testing::Test {
   std::unique_ptr<ComputeBackend> be = make_cpu_backend();
 
   // Samples one row of `logits` with p.
-  SampleOutput run(const std::vector<float>& logits, const SampleParams& p, SampleBatch batch = {}) {
-    DeviceArray a = be->alloc_array(1, static_cast<int64_t>(logits.size()), DType::f32, "test logits");
+  SampleOutput run(const std::vector<float>& logits, const SampleParams& p,
+                   SampleBatch batch = {}) {
+    DeviceArray a =
+        be->alloc_array(1, static_cast<int64_t>(logits.size()), DType::f32, "test logits");
     be->copy_to_device(a.view.data, logits.data(), logits.size() * 4);
     batch.rows = {p};
     SampleOutput out;
@@ -62,7 +64,8 @@ TEST_F(SamplerTest, TemperatureFollowsTheInverseCdf) {
       p.temperature = t;
       p.seed = seed;
       p.step = 3;
-      EXPECT_EQ(run(l, p).ids[0], expected_pick(probs, sample_uniform(seed, 3))) << "t " << t << " seed " << seed;
+      EXPECT_EQ(run(l, p).ids[0], expected_pick(probs, sample_uniform(seed, 3)))
+          << "t " << t << " seed " << seed;
     }
   }
 }
@@ -85,8 +88,12 @@ TEST_F(SamplerTest, TopKKeepsTheKLargest) {
 TEST_F(SamplerTest, TopPKeepsTheSmallestSetReachingP) {
   // Probabilities 0.5, 0.3, 0.15, 0.05 (as logits log p).
   const std::vector<float> l = {std::log(0.15f), std::log(0.5f), std::log(0.05f), std::log(0.3f)};
-  for (auto [top_p, kept] : std::vector<std::pair<float, std::vector<int>>>{
-           {0.5f, {1}}, {0.75f, {1, 3}}, {0.79f, {1, 3}}, {0.81f, {0, 1, 3}}, {0.96f, {0, 1, 2, 3}}, {1.0f, {0, 1, 2, 3}}}) {
+  for (auto [top_p, kept] : std::vector<std::pair<float, std::vector<int>>>{{0.5f, {1}},
+                                                                            {0.75f, {1, 3}},
+                                                                            {0.79f, {1, 3}},
+                                                                            {0.81f, {0, 1, 3}},
+                                                                            {0.96f, {0, 1, 2, 3}},
+                                                                            {1.0f, {0, 1, 2, 3}}}) {
     std::vector<double> probs = {0.15, 0.5, 0.05, 0.3};
     for (int i = 0; i < 4; ++i)
       if (std::find(kept.begin(), kept.end(), i) == kept.end()) probs[i] = 0;
@@ -95,7 +102,8 @@ TEST_F(SamplerTest, TopPKeepsTheSmallestSetReachingP) {
       p.temperature = 1.0f;
       p.top_p = top_p;
       p.seed = seed;
-      EXPECT_EQ(run(l, p).ids[0], expected_pick(probs, sample_uniform(seed, 0))) << "top_p " << top_p;
+      EXPECT_EQ(run(l, p).ids[0], expected_pick(probs, sample_uniform(seed, 0)))
+          << "top_p " << top_p;
     }
   }
 }

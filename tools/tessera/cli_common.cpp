@@ -35,7 +35,8 @@ std::unique_ptr<ComputeBackend> make_backend(const std::string& device) {
   if (device == "cpu") return make_cpu_backend();
   if (device == "cuda") {
     auto b = make_cuda_backend();
-    if (!b) fail_arg("--device cuda: no CUDA device is available (or tessera was built without CUDA)");
+    if (!b)
+      fail_arg("--device cuda: no CUDA device is available (or tessera was built without CUDA)");
     return b;
   }
   if (device == "auto") {
@@ -69,7 +70,11 @@ int guarded(const std::function<int()>& body) {
 namespace {
 int g_exit_code = 0;
 }
-int exit_code() { return g_exit_code; }
-void run_command(const std::function<int()>& body) { g_exit_code = guarded(body); }
+int exit_code() {
+  return g_exit_code;
+}
+void run_command(const std::function<int()>& body) {
+  g_exit_code = guarded(body);
+}
 
 }  // namespace tessera::cli

@@ -14,9 +14,11 @@ void add_engine_options(CLI::App* cmd, EngineArgs& a) {
   cmd->add_option("--device", a.device, "auto | cpu | cuda");
   cmd->add_option("--dtype", a.dtype, "weights in memory: auto | f32 | bf16");
   cmd->add_option("--context", a.context, "positions per sequence (default: the model's, capped)");
-  cmd->add_option("--memory-limit", a.memory_limit, "bytes tessera may use on the device (e.g. 4G)");
+  cmd->add_option("--memory-limit", a.memory_limit,
+                  "bytes tessera may use on the device (e.g. 4G)");
   cmd->add_option("--kv-memory", a.kv_memory, "bytes for the KV cache (e.g. 2G)");
-  cmd->add_option("--batch-tokens", a.batch_tokens, "tokens per forward step (prefill chunks + decodes)");
+  cmd->add_option("--batch-tokens", a.batch_tokens,
+                  "tokens per forward step (prefill chunks + decodes)");
   cmd->add_option("--max-seqs", a.max_seqs, "sequences decoded at once");
   cmd->add_flag("--no-prefix-cache", a.no_prefix_cache, "do not share KV blocks between prompts");
 }
@@ -27,12 +29,18 @@ size_t parse_bytes(const std::string& s, const char* option) {
   double v = std::strtod(s.c_str(), &end);
   std::string unit(end);
   double mult = 1;
-  if (unit == "" || unit == "B") mult = 1;
-  else if (unit == "K" || unit == "KB" || unit == "KiB") mult = 1024.0;
-  else if (unit == "M" || unit == "MB" || unit == "MiB") mult = 1024.0 * 1024;
-  else if (unit == "G" || unit == "GB" || unit == "GiB") mult = 1024.0 * 1024 * 1024;
-  else fail_arg(std::string(option) + ": '" + s + "' is not a size (use e.g. 4G, 512M or bytes)");
-  if (!(v > 0) || !std::isfinite(v)) fail_arg(std::string(option) + ": size must be positive (got '" + s + "')");
+  if (unit == "" || unit == "B")
+    mult = 1;
+  else if (unit == "K" || unit == "KB" || unit == "KiB")
+    mult = 1024.0;
+  else if (unit == "M" || unit == "MB" || unit == "MiB")
+    mult = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GB" || unit == "GiB")
+    mult = 1024.0 * 1024 * 1024;
+  else
+    fail_arg(std::string(option) + ": '" + s + "' is not a size (use e.g. 4G, 512M or bytes)");
+  if (!(v > 0) || !std::isfinite(v))
+    fail_arg(std::string(option) + ": size must be positive (got '" + s + "')");
   return static_cast<size_t>(v * mult);
 }
 
@@ -90,8 +98,10 @@ void add_generate_options(CLI::App* cmd, GenerateArgs& a) {
 GenerateOptions to_generate(const GenerateArgs& a) {
   GenerateOptions g;
   g.sampling = to_sampling(a.sampler);
-  if (a.max_tokens <= 0) fail_arg("--max-tokens must be positive (got " + std::to_string(a.max_tokens) + ")");
-  if (a.min_tokens < 0) fail_arg("--min-tokens must be >= 0 (got " + std::to_string(a.min_tokens) + ")");
+  if (a.max_tokens <= 0)
+    fail_arg("--max-tokens must be positive (got " + std::to_string(a.max_tokens) + ")");
+  if (a.min_tokens < 0)
+    fail_arg("--min-tokens must be >= 0 (got " + std::to_string(a.min_tokens) + ")");
   if (a.min_tokens > a.max_tokens)
     fail_arg("--min-tokens (" + std::to_string(a.min_tokens) + ") exceeds --max-tokens (" +
              std::to_string(a.max_tokens) + ")");
@@ -119,14 +129,15 @@ nlohmann::json metrics_json(const Metrics& m) {
 }
 
 void print_metrics(const Metrics& m) {
-  std::fprintf(stderr,
-               "prompt %d tokens (%d cached) | generated %d tokens | ttft %.1f ms | prefill %.1f ms "
-               "(%.1f tok/s) | decode %.1f ms (%.1f tok/s) | total %.1f ms | memory peak %s, active %s "
-               "(%s)\n",
-               m.prompt_tokens, m.cached_prompt_tokens, m.generated_tokens, m.ttft_ms, m.prefill_ms,
-               m.prefill_tokens_per_s, m.decode_ms, m.decode_tokens_per_s, m.total_ms,
-               format_bytes(m.peak_memory_bytes).c_str(), format_bytes(m.active_memory_bytes).c_str(),
-               m.device.c_str());
+  std::fprintf(
+      stderr,
+      "prompt %d tokens (%d cached) | generated %d tokens | ttft %.1f ms | prefill %.1f ms "
+      "(%.1f tok/s) | decode %.1f ms (%.1f tok/s) | total %.1f ms | memory peak %s, active %s "
+      "(%s)\n",
+      m.prompt_tokens, m.cached_prompt_tokens, m.generated_tokens, m.ttft_ms, m.prefill_ms,
+      m.prefill_tokens_per_s, m.decode_ms, m.decode_tokens_per_s, m.total_ms,
+      format_bytes(m.peak_memory_bytes).c_str(), format_bytes(m.active_memory_bytes).c_str(),
+      m.device.c_str());
 }
 
 }  // namespace tessera::cli

@@ -22,7 +22,9 @@ void add_batch_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   add_engine_options(cmd, a->engine);
   add_generate_options(cmd, a->gen);
-  cmd->add_option("--input", a->input, "JSONL file: {\"prompt\": ...} or {\"tokens\": [...]} per line")->required();
+  cmd->add_option("--input", a->input,
+                  "JSONL file: {\"prompt\": ...} or {\"tokens\": [...]} per line")
+      ->required();
   cmd->callback([a] {
     run_command([&] {
       GenerateOptions g = to_generate(a->gen);
@@ -32,12 +34,15 @@ void add_batch_command(CLI::App& app) {
       auto results = engine->batch_generate(prompts, g, {}, &m);
       int failed = 0;
       for (const auto& r : results) {
-        nlohmann::json j = {{"ids", r.ids}, {"text", r.text}, {"finish_reason", finish_reason_name(r.finish_reason)}};
+        nlohmann::json j = {{"ids", r.ids},
+                            {"text", r.text},
+                            {"finish_reason", finish_reason_name(r.finish_reason)}};
         if (r.finish_reason == FinishReason::error) {
           j["error"] = r.error;
           ++failed;
         }
-        std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+        std::printf("%s\n",
+                    j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
       }
       std::fprintf(stderr,
                    "batch: %d prompts (%d failed), %d prompt + %d generated tokens in %.1f ms: "

@@ -1,11 +1,11 @@
 // tessera chat --model DIR [--messages FILE.json] [generation options]
 // Interactive and multi-turn on stdin (/reset clears the conversation, /exit leaves), or one
 // turn from a JSON array of {"role", "content"} messages.
+#include <unistd.h>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include "cli.h"
 #include "cli_engine.h"
@@ -49,7 +49,8 @@ void add_chat_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   add_engine_options(cmd, a->engine);
   add_generate_options(cmd, a->gen);
-  cmd->add_option("--messages", a->messages, "JSON file with the conversation: answer its last turn and exit");
+  cmd->add_option("--messages", a->messages,
+                  "JSON file with the conversation: answer its last turn and exit");
   cmd->add_option("--system", a->system, "system prompt for the interactive session");
   cmd->callback([a] {
     run_command([&] {
@@ -57,7 +58,8 @@ void add_chat_command(CLI::App& app) {
       std::vector<ChatMessage> history;
       if (!a->messages.empty()) history = read_messages(a->messages);
       auto engine = load_engine(a->engine);
-      if (!engine->has_chat_template()) fail_arg(a->engine.model + ": no chat template (tokenizer_config.json)");
+      if (!engine->has_chat_template())
+        fail_arg(a->engine.model + ": no chat template (tokenizer_config.json)");
       if (!a->messages.empty()) {
         GenerateResult r = engine->chat(history, g, print_piece);
         if (r.finish_reason == FinishReason::error) fail_arg(r.error);
@@ -71,7 +73,8 @@ void add_chat_command(CLI::App& app) {
         if (!a->system.empty()) history.push_back({"system", a->system});
       };
       reset();
-      if (tty) std::fprintf(stderr, "chat with %s (/reset, /exit)\n", engine->info().architecture.c_str());
+      if (tty)
+        std::fprintf(stderr, "chat with %s (/reset, /exit)\n", engine->info().architecture.c_str());
       std::string line;
       for (;;) {
         if (tty) std::fprintf(stderr, "> ");

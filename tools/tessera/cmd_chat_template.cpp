@@ -48,8 +48,8 @@ void add_chat_template_command(CLI::App& app) {
         if (!messages[i].is_object())
           fail_arg(a->messages + ": message " + std::to_string(i) + " is not a JSON object");
       ChatTemplate tmpl(source);
-      std::string out =
-          apply_chat_template(tmpl, messages, !a->no_generation_prompt, chat_template_special_tokens(a->model));
+      std::string out = apply_chat_template(tmpl, messages, !a->no_generation_prompt,
+                                            chat_template_special_tokens(a->model));
       std::fwrite(out.data(), 1, out.size(), stdout);
       std::fflush(stdout);
       return 0;

@@ -27,7 +27,9 @@ void add_classify_command(CLI::App& app) {
   a->sampler.temperature = 0.0f;  // classification picks the argmax unless told otherwise
   add_engine_options(cmd, a->engine);
   add_sampler_options(cmd, a->sampler);
-  cmd->add_option("--input", a->input, "JSONL file: {\"prompt\": ...} or {\"tokens\": [...]} per line")->required();
+  cmd->add_option("--input", a->input,
+                  "JSONL file: {\"prompt\": ...} or {\"tokens\": [...]} per line")
+      ->required();
   cmd->add_flag("--logits", a->logits, "print the full logits row of each prompt's last position");
   cmd->add_option("--top-logprobs", a->top_logprobs, "the N most likely next tokens with logprobs");
   cmd->callback([a] {
@@ -52,11 +54,13 @@ void add_classify_command(CLI::App& app) {
           if (a->logits) j["logits"] = r.logits;
           if (a->top_logprobs > 0) {
             nlohmann::json tl = nlohmann::json::array();
-            for (const auto& t : r.top_logprobs) tl.push_back({{"token", t.id}, {"text", t.text}, {"logprob", t.logprob}});
+            for (const auto& t : r.top_logprobs)
+              tl.push_back({{"token", t.id}, {"text", t.text}, {"logprob", t.logprob}});
             j["top_logprobs"] = tl;
           }
         }
-        std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+        std::printf("%s\n",
+                    j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
       }
       std::fprintf(stderr,
                    "classify: %d prompts (%d failed), %d prompt tokens in %.1f ms: %.1f prompts/s, "

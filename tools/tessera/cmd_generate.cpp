@@ -21,7 +21,8 @@ void add_generate_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   add_engine_options(cmd, a->engine);
   add_generate_options(cmd, a->gen);
-  auto* p = cmd->add_option("--prompt", a->prompt, "prompt text (BOS is added as Hugging Face does)");
+  auto* p =
+      cmd->add_option("--prompt", a->prompt, "prompt text (BOS is added as Hugging Face does)");
   auto* t = cmd->add_option("--tokens", a->tokens, "prompt token ids, comma-separated");
   p->excludes(t);
   cmd->add_flag("--json", a->json, "print one JSON object instead of streaming");
@@ -46,7 +47,8 @@ void add_generate_command(CLI::App& app) {
                             {"text", r.text},
                             {"finish_reason", finish_reason_name(r.finish_reason)},
                             {"metrics", metrics_json(r.metrics)}};
-        std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+        std::printf("%s\n",
+                    j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
       } else {
         std::printf("\n");
       }

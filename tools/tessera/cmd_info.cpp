@@ -23,7 +23,8 @@ void add_info_command(CLI::App& app) {
       const KvSpec& kv = m.model->kv_spec();
       int sliding = 0;
       for (const auto& t : in.layer_types) sliding += t == "sliding_attention";
-      const size_t kv_per_token = 2ull * in.num_layers * kv.num_kv_heads * kv.head_dim * dtype_size(kv.dtype);
+      const size_t kv_per_token =
+          2ull * in.num_layers * kv.num_kv_heads * kv.head_dim * dtype_size(kv.dtype);
       nlohmann::json j = {
           {"architecture", in.architecture},
           {"model_type", in.model_type},
@@ -53,17 +54,21 @@ void add_info_command(CLI::App& app) {
         std::printf("architecture      %s (%s)\n", in.architecture.c_str(), in.model_type.c_str());
         std::printf("layers            %d (%d sliding, window %d; %d full)\n", in.num_layers,
                     sliding, in.sliding_window, in.num_layers - sliding);
-        std::printf("hidden            %d, intermediate %d\n", in.hidden_size, in.intermediate_size);
+        std::printf("hidden            %d, intermediate %d\n", in.hidden_size,
+                    in.intermediate_size);
         std::printf("attention heads   %d q, %d kv, head_dim %d\n", in.num_heads, in.num_kv_heads,
                     in.head_dim);
-        std::printf("vocabulary        %d%s\n", in.vocab_size, in.tied_embeddings ? " (tied head)" : "");
+        std::printf("vocabulary        %d%s\n", in.vocab_size,
+                    in.tied_embeddings ? " (tied head)" : "");
         std::printf("context           %d positions\n", in.max_position_embeddings);
         std::printf("dtype             %s on disk, %s in memory\n", dtype_name(in.checkpoint_dtype),
                     dtype_name(in.weight_dtype));
         std::printf("parameters        %lld\n", static_cast<long long>(in.parameter_count));
         std::printf("weights           %s\n", format_bytes(in.weight_bytes).c_str());
-        std::printf("KV cache          %s per token (full-attention layers; sliding layers hold at most the window)\n",
-                    format_bytes(kv_per_token).c_str());
+        std::printf(
+            "KV cache          %s per token (full-attention layers; sliding layers hold at most "
+            "the window)\n",
+            format_bytes(kv_per_token).c_str());
       }
       return 0;
     });

@@ -11,7 +11,9 @@ void add_make_model_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("make-model", "write a random-weight model of a preset shape");
   auto opts = std::make_shared<MakeModelOptions>();
   auto dtype = std::make_shared<std::string>("bf16");
-  cmd->add_option("--preset", opts->preset, "gemma3-tiny | gemma3-1b | llama3-tiny | qwen2.5-tiny | qwen3-tiny")->required();
+  cmd->add_option("--preset", opts->preset,
+                  "gemma3-tiny | gemma3-1b | llama3-tiny | qwen2.5-tiny | qwen3-tiny")
+      ->required();
   cmd->add_option("--out", opts->out_dir, "output directory")->required();
   cmd->add_option("--dtype", *dtype, "bf16 | f32");
   cmd->add_option("--seed", opts->seed, "random seed");
