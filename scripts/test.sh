@@ -4,5 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+scripts/check-format.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 600
 if [ -x tests/server/run.sh ]; then tests/server/run.sh; fi
