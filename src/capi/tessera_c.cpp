@@ -112,15 +112,15 @@ void fill(const tessera::GenerateResult& r, tessera_result* out) {
                   m.peak_memory_bytes, m.active_memory_bytes};
 }
 
-tessera_status run_generate(tessera_engine* e, const tessera::Prompt& p,
-                            const tessera_generate_options* o, tessera_token_callback cb,
-                            void* user, tessera_result* out) {
+// Runs one request into `out`; a failure of the call itself also lands in out->error.
+template <class F>
+tessera_status run_request(tessera_engine* e, tessera_result* out, F&& request) {
   if (!out) return TESSERA_INVALID_ARGUMENT;
   std::memset(out, 0, sizeof *out);
   char* err = nullptr;
   tessera_status st = guard(&err, [&] {
     if (!e || !e->engine) throw tessera::Error(ErrorKind::invalid_argument, "no engine");
-    fill(e->engine->generate(p, to_options(o), to_callback(cb, user)), out);
+    fill(request(*e->engine), out);
   });
   if (st != TESSERA_OK) {
     out->finish_reason = "error";
@@ -129,6 +129,14 @@ tessera_status run_generate(tessera_engine* e, const tessera::Prompt& p,
     std::free(err);
   }
   return st;
+}
+
+tessera_status run_generate(tessera_engine* e, const tessera::Prompt& p,
+                            const tessera_generate_options* o, tessera_token_callback cb,
+                            void* user, tessera_result* out) {
+  return run_request(e, out, [&](tessera::Engine& engine) {
+    return engine.generate(p, to_options(o), to_callback(cb, user));
+  });
 }
 
 }  // namespace
@@ -197,11 +205,8 @@ tessera_status tessera_chat(tessera_engine* e, const char* const* roles,
                             const char* const* contents, size_t n,
                             const tessera_generate_options* o, tessera_token_callback cb,
                             void* user, tessera_result* out) {
-  if (!out || (n && (!roles || !contents))) return TESSERA_INVALID_ARGUMENT;
-  std::memset(out, 0, sizeof *out);
-  char* err = nullptr;
-  tessera_status st = guard(&err, [&] {
-    if (!e || !e->engine) throw tessera::Error(ErrorKind::invalid_argument, "no engine");
+  if (n && (!roles || !contents)) return TESSERA_INVALID_ARGUMENT;
+  return run_request(e, out, [&](tessera::Engine& engine) {
     std::vector<tessera::ChatMessage> m;
     for (size_t i = 0; i < n; ++i) {
       if (!roles[i] || !contents[i])
@@ -209,15 +214,8 @@ tessera_status tessera_chat(tessera_engine* e, const char* const* roles,
                              "message " + std::to_string(i) + " is NULL");
       m.push_back({roles[i], contents[i]});
     }
-    fill(e->engine->chat(m, to_options(o), to_callback(cb, user)), out);
+    return engine.chat(m, to_options(o), to_callback(cb, user));
   });
-  if (st != TESSERA_OK) {
-    out->finish_reason = "error";
-    out->error = err;
-  } else {
-    std::free(err);
-  }
-  return st;
 }
 
 void tessera_result_free(tessera_result* r) {

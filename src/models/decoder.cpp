@@ -7,6 +7,75 @@
 
 namespace tessera {
 
+void read_common_config(const ConfigReader& c, const ModelDir& dir, const ConfigDefaults& d,
+                        ModelInfo& in) {
+  for (const char* k :
+       {"hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+        "num_key_value_heads", "head_dim", "vocab_size", "max_position_embeddings"})
+    if (c.has(k) && c.get_int(k) <= 0) c.bad(k, "must be positive");
+  in.hidden_size = static_cast<int>(c.get_int("hidden_size"));
+  in.intermediate_size = static_cast<int>(c.get_int("intermediate_size"));
+  in.num_layers = static_cast<int>(c.get_int("num_hidden_layers"));
+  in.num_heads = static_cast<int>(c.get_int("num_attention_heads"));
+  in.num_kv_heads = static_cast<int>(
+      c.get_int("num_key_value_heads", d.num_kv_heads ? d.num_kv_heads : in.num_heads));
+  in.head_dim = static_cast<int>(
+      c.get_int("head_dim", d.head_dim ? d.head_dim : in.hidden_size / in.num_heads));
+  in.vocab_size = static_cast<int>(d.vocab_size ? c.get_int("vocab_size", d.vocab_size)
+                                                : c.get_int("vocab_size"));
+  in.max_position_embeddings =
+      static_cast<int>(c.get_int("max_position_embeddings", d.max_position_embeddings));
+  in.tied_embeddings = c.get_bool("tie_word_embeddings", d.tie_word_embeddings);
+  auto optional_id = [&](const char* k, int dflt) {
+    return c.has(k) && c.j[k].is_number_integer() ? static_cast<int>(c.get_int(k)) : dflt;
+  };
+  in.bos_token_id = optional_id("bos_token_id", d.bos_token_id);
+  in.pad_token_id = optional_id("pad_token_id", d.pad_token_id);
+  in.eos_token_ids = read_eos_ids(dir);
+  if (in.num_heads % in.num_kv_heads != 0)
+    c.bad("num_key_value_heads", "must divide num_attention_heads");
+  if (in.head_dim <= 0 || in.head_dim % 2 != 0)
+    c.bad("head_dim", "must be positive and even (rotary embedding)");
+}
+
+std::vector<std::string> read_layer_types(const ConfigReader& c, int num_layers) {
+  std::vector<std::string> types;
+  if (!c.has("layer_types")) return types;
+  const auto& lt = c.j["layer_types"];
+  if (!lt.is_array() || lt.size() != static_cast<size_t>(num_layers))
+    c.bad("layer_types", "must list one type per layer (" + std::to_string(num_layers) + ")");
+  for (const auto& t : lt) {
+    if (!t.is_string() || (t != "sliding_attention" && t != "full_attention"))
+      c.bad("layer_types", "entries must be \"sliding_attention\" or \"full_attention\"");
+    types.push_back(t.get<std::string>());
+  }
+  return types;
+}
+
+void DecoderModel::spec_dims_from_info() {
+  spec_.hidden = info_.hidden_size;
+  spec_.heads = info_.num_heads;
+  spec_.kv_heads = info_.num_kv_heads;
+  spec_.head_dim = info_.head_dim;
+  spec_.intermediate = info_.intermediate_size;
+  spec_.vocab = info_.vocab_size;
+}
+
+void DecoderModel::finish_load(WeightLoader& w, ModelDir& dir, float norm_add) {
+  ModelInfo& in = info_;
+  final_norm_ = w.vector("norm.weight", in.hidden_size, norm_add);
+  if (!in.tied_embeddings) {
+    lm_head_ = w.matrix({"lm_head.weight"}, {in.vocab_size}, in.hidden_size);
+  } else if (dir.has("lm_head.weight")) {
+    // A redundant copy of the tied embedding: transformers ignores it, and so does tessera.
+    dir.take("lm_head.weight");
+  }
+  dir.check_all_used();
+  in.parameter_count = w.parameters();
+  in.weight_bytes = static_cast<size_t>(in.parameter_count) * dtype_size(in.weight_dtype);
+  finish_setup(in.weight_dtype == DType::f32 ? DType::f32 : DType::bf16);
+}
+
 void DecoderModel::finish_setup(DType kv_dtype) {
   std::map<int, int> group_of_window;
   kv_spec_ = KvSpec{};

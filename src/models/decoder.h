@@ -39,6 +39,8 @@ struct DecoderLayer {
   int kv_group = 0;
 };
 
+class WeightLoader;
+
 class DecoderModel : public Model {
  public:
   Tensor forward(const HostBatch& b, std::span<const KvLayerView> kv) override;
@@ -46,9 +48,16 @@ class DecoderModel : public Model {
 
  protected:
   explicit DecoderModel(ComputeBackend& backend) : Model(backend) {}
-  // Fills kv_spec_ from the layers' windows and info_ dimensions; call after loading.
-  void finish_setup(DType kv_dtype);
+  // Copies info_'s dimensions into spec_.
+  void spec_dims_from_info();
+  // The common tail of every load: the final norm (+ norm_add), the LM head or the tied
+  // embedding, the unexpected-tensor check, the parameter count and the KV layout.
+  void finish_load(WeightLoader& w, ModelDir& dir, float norm_add);
 
+ private:
+  void finish_setup(DType kv_dtype);  // kv_spec_ from the layers' windows
+
+ protected:
   DecoderSpec spec_;
   std::unique_ptr<Weight> embed_;    // [vocab, hidden]
   std::unique_ptr<Weight> lm_head_;  // null when tied to embed_
@@ -88,6 +97,23 @@ class WeightLoader {
   size_t total_ = 0, done_ = 0;
   int64_t params_ = 0;
 };
+
+// config.json keys every decoder shares, with the architecture's defaults for absent ones.
+struct ConfigDefaults {
+  int num_kv_heads = 0;  // 0: num_attention_heads
+  int head_dim = 0;      // 0: hidden_size / num_attention_heads
+  int vocab_size = 0;    // 0: required
+  int max_position_embeddings = 4096;
+  bool tie_word_embeddings = false;
+  int bos_token_id = -1, pad_token_id = -1;
+};
+// Fills in's dimensions, special ids and EOS list; names the key at fault when a value is
+// missing, not positive, or inconsistent (kv heads not dividing heads, odd head_dim).
+void read_common_config(const ConfigReader& c, const ModelDir& dir, const ConfigDefaults& d,
+                        ModelInfo& in);
+// layer_types as listed (validated: one "sliding_attention" / "full_attention" per layer), or
+// empty when the config has none.
+std::vector<std::string> read_layer_types(const ConfigReader& c, int num_layers);
 
 // The weight dtype for a load: "auto" keeps the checkpoint's (f16 becomes f32), or forces one.
 DType choose_weight_dtype(const ModelDir& dir, const LoadOptions& opts, DType* checkpoint_dtype);

@@ -26,24 +26,15 @@ class Gemma3Model final : public DecoderModel {
     ConfigReader c{dir.config(), dir.config_path()};
     ModelInfo& in = info_;
     in.model_type = c.get_string("model_type", "gemma3_text");
-    in.hidden_size = static_cast<int>(c.get_int("hidden_size"));
-    in.intermediate_size = static_cast<int>(c.get_int("intermediate_size"));
-    in.num_layers = static_cast<int>(c.get_int("num_hidden_layers"));
-    in.num_heads = static_cast<int>(c.get_int("num_attention_heads"));
-    in.num_kv_heads = static_cast<int>(c.get_int("num_key_value_heads", 4));
-    in.head_dim = static_cast<int>(c.get_int("head_dim", 256));
-    in.vocab_size = static_cast<int>(c.get_int("vocab_size", 262208));
-    in.max_position_embeddings = static_cast<int>(c.get_int("max_position_embeddings", 131072));
-    in.tied_embeddings = c.get_bool("tie_word_embeddings", true);
-    in.bos_token_id = static_cast<int>(c.get_int("bos_token_id", 2));
-    in.pad_token_id = static_cast<int>(c.get_int("pad_token_id", 0));
-    in.eos_token_ids = read_eos_ids(dir);
-    for (const char* k : {"hidden_size", "intermediate_size", "num_hidden_layers",
-                          "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size"})
-      if (c.has(k) && c.get_int(k) <= 0) c.bad(k, "must be positive");
-    if (in.num_heads % in.num_kv_heads != 0)
-      c.bad("num_key_value_heads", "must divide num_attention_heads");
-    if (in.head_dim % 2 != 0) c.bad("head_dim", "must be even (rotary embedding)");
+    ConfigDefaults d;  // transformers' Gemma3TextConfig defaults
+    d.num_kv_heads = 4;
+    d.head_dim = 256;
+    d.vocab_size = 262208;
+    d.max_position_embeddings = 131072;
+    d.tie_word_embeddings = true;
+    d.bos_token_id = 2;
+    d.pad_token_id = 0;
+    read_common_config(c, dir, d, in);
     if (c.get_bool("use_bidirectional_attention", false))
       fail(ErrorKind::unsupported,
            c.file + ": use_bidirectional_attention=true (embedding models) is not supported");
@@ -56,17 +47,8 @@ class Gemma3Model final : public DecoderModel {
 
     // Which layers slide: layer_types (transformers >= 4.53) or the legacy pattern.
     in.sliding_window = static_cast<int>(c.get_int("sliding_window", 4096));
-    if (c.has("layer_types")) {
-      const auto& lt = c.j["layer_types"];
-      if (!lt.is_array() || lt.size() != static_cast<size_t>(in.num_layers))
-        c.bad("layer_types",
-              "must list one type per layer (" + std::to_string(in.num_layers) + ")");
-      for (const auto& t : lt) {
-        if (!t.is_string() || (t != "sliding_attention" && t != "full_attention"))
-          c.bad("layer_types", "entries must be \"sliding_attention\" or \"full_attention\"");
-        in.layer_types.push_back(t.get<std::string>());
-      }
-    } else {
+    in.layer_types = read_layer_types(c, in.num_layers);
+    if (in.layer_types.empty()) {
       int pattern = static_cast<int>(c.get_int("sliding_window_pattern", 6));
       if (pattern <= 0) c.bad("sliding_window_pattern", "must be positive");
       for (int i = 0; i < in.num_layers; ++i)
@@ -74,13 +56,8 @@ class Gemma3Model final : public DecoderModel {
     }
     if (in.sliding_window <= 0) c.bad("sliding_window", "must be positive");
 
+    spec_dims_from_info();
     DecoderSpec& s = spec_;
-    s.hidden = in.hidden_size;
-    s.heads = in.num_heads;
-    s.kv_heads = in.num_kv_heads;
-    s.head_dim = in.head_dim;
-    s.intermediate = in.intermediate_size;
-    s.vocab = in.vocab_size;
     s.eps = static_cast<float>(c.get_float("rms_norm_eps", 1e-6));
     s.attn_scale = static_cast<float>(1.0 / std::sqrt(c.get_float("query_pre_attn_scalar", 256)));
     // transformers' Gemma3Attention reads attn_logit_softcapping but never passes it to the
@@ -121,17 +98,7 @@ class Gemma3Model final : public DecoderModel {
       L.inv_freq = backend.upload_f32(rope_inv_freq(rp, s.head_dim), "rope inv_freq");
       layers_.push_back(std::move(L));
     }
-    final_norm_ = w.vector("norm.weight", H, 1.0f);
-    if (!in.tied_embeddings) {
-      lm_head_ = w.matrix({"lm_head.weight"}, {in.vocab_size}, H);
-    } else if (dir.has("lm_head.weight")) {
-      dir.take("lm_head.weight");  // a redundant copy of the tied embedding: ignored, as
-                                   // transformers does
-    }
-    dir.check_all_used();
-    in.parameter_count = w.parameters();
-    in.weight_bytes = static_cast<size_t>(in.parameter_count) * dtype_size(in.weight_dtype);
-    finish_setup(in.weight_dtype == DType::f32 ? DType::f32 : DType::bf16);
+    finish_load(w, dir, 1.0f);
   }
 };
 

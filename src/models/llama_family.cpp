@@ -21,29 +21,8 @@ class LlamaFamilyModel final : public DecoderModel {
     ConfigReader c{dir.config(), dir.config_path()};
     ModelInfo& in = info_;
     in.model_type = c.get_string("model_type", "llama");
-    in.hidden_size = static_cast<int>(c.get_int("hidden_size"));
-    in.intermediate_size = static_cast<int>(c.get_int("intermediate_size"));
-    in.num_layers = static_cast<int>(c.get_int("num_hidden_layers"));
-    in.num_heads = static_cast<int>(c.get_int("num_attention_heads"));
-    in.num_kv_heads = static_cast<int>(c.get_int("num_key_value_heads", in.num_heads));
-    for (const char* k : {"hidden_size", "intermediate_size", "num_hidden_layers",
-                          "num_attention_heads", "num_key_value_heads", "vocab_size"})
-      if (c.has(k) && c.get_int(k) <= 0) c.bad(k, "must be positive");
-    in.head_dim = static_cast<int>(c.get_int("head_dim", in.hidden_size / in.num_heads));
-    if (in.head_dim <= 0 || in.head_dim % 2 != 0) c.bad("head_dim", "must be positive and even");
-    in.vocab_size = static_cast<int>(c.get_int("vocab_size"));
-    in.max_position_embeddings = static_cast<int>(c.get_int("max_position_embeddings", 4096));
-    in.tied_embeddings =
-        c.get_bool("tie_word_embeddings", false);  // transformers: Llama/Mistral/Qwen default
-    in.bos_token_id = c.has("bos_token_id") && c.j["bos_token_id"].is_number_integer()
-                          ? static_cast<int>(c.get_int("bos_token_id"))
-                          : -1;
-    in.pad_token_id = c.has("pad_token_id") && c.j["pad_token_id"].is_number_integer()
-                          ? static_cast<int>(c.get_int("pad_token_id"))
-                          : -1;
-    in.eos_token_ids = read_eos_ids(dir);
-    if (in.num_heads % in.num_kv_heads != 0)
-      c.bad("num_key_value_heads", "must divide num_attention_heads");
+    ConfigDefaults d;  // transformers' defaults: untied, kv heads = heads, head_dim = H / heads
+    read_common_config(c, dir, d, in);
     const std::string act = c.get_string("hidden_act", "silu");
     if (act != "silu" && act != "swish")
       fail(ErrorKind::unsupported, c.file + ": hidden_act '" + act + "' is not supported");
@@ -58,15 +37,8 @@ class LlamaFamilyModel final : public DecoderModel {
     if ((fam == Family::mistral || (qwen && c.get_bool("use_sliding_window", false))) &&
         c.has("sliding_window"))
       window = static_cast<int>(c.get_int("sliding_window"));
-    if (c.has("layer_types")) {
-      const auto& lt = c.j["layer_types"];
-      if (!lt.is_array() || lt.size() != static_cast<size_t>(in.num_layers))
-        c.bad("layer_types", "must list one type per layer");
-      for (const auto& t : lt) {
-        if (!t.is_string() || (t != "sliding_attention" && t != "full_attention"))
-          c.bad("layer_types", "entries must be \"sliding_attention\" or \"full_attention\"");
-        in.layer_types.push_back(t.get<std::string>());
-      }
+    in.layer_types = read_layer_types(c, in.num_layers);
+    if (!in.layer_types.empty()) {
       if (window == 0 && c.has("sliding_window"))
         window = static_cast<int>(c.get_int("sliding_window"));
     } else {
@@ -80,13 +52,8 @@ class LlamaFamilyModel final : public DecoderModel {
         c.bad("sliding_window", "must be a positive window when layers slide");
     in.sliding_window = window;
 
+    spec_dims_from_info();
     DecoderSpec& s = spec_;
-    s.hidden = in.hidden_size;
-    s.heads = in.num_heads;
-    s.kv_heads = in.num_kv_heads;
-    s.head_dim = in.head_dim;
-    s.intermediate = in.intermediate_size;
-    s.vocab = in.vocab_size;
     s.eps = static_cast<float>(c.get_float("rms_norm_eps", 1e-6));
     s.attn_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(in.head_dim)));
     s.act = Activation::silu;
@@ -127,17 +94,7 @@ class LlamaFamilyModel final : public DecoderModel {
       L.inv_freq = backend.upload_f32(rope_inv_freq(rp, s.head_dim), "rope inv_freq");
       layers_.push_back(std::move(L));
     }
-    final_norm_ = w.vector("norm.weight", H);
-    if (!in.tied_embeddings) {
-      lm_head_ = w.matrix({"lm_head.weight"}, {in.vocab_size}, H);
-    } else if (dir.has("lm_head.weight")) {
-      dir.take(
-          "lm_head.weight");  // a redundant copy of the tied embedding, as transformers ignores it
-    }
-    dir.check_all_used();
-    in.parameter_count = w.parameters();
-    in.weight_bytes = static_cast<size_t>(in.parameter_count) * dtype_size(in.weight_dtype);
-    finish_setup(in.weight_dtype == DType::f32 ? DType::f32 : DType::bf16);
+    finish_load(w, dir, 0.0f);
   }
 };
 
