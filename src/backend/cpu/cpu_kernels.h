@@ -22,6 +22,17 @@ struct CpuWeight : Weight {
 };
 
 void linear(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out);
+
+// How linear() computes on the SIMD ISAs (the scalar ISA always runs the reference loop):
+// automatic picks gemm from kGemmMinRows rows of x and the exact GEMV below that; the others
+// force one path (tests, benchmarks; TESSERA_LINEAR=gemv|dpbf16|gemm does the same).
+// gemv_dpbf16 applies to bf16 weights on AVX-512 only (others fall back to gemv).
+enum class LinearPath { automatic, gemv, gemv_dpbf16, gemm };
+constexpr int64_t kGemmMinRows = 16;
+void set_linear_path(LinearPath p);
+LinearPath linear_path_for(int64_t M, const CpuWeight& w);
+// The oneDNN path (gemm_dnnl.cpp).
+void gemm_dnnl(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out);
 void embed(const CpuWeight& table, const int32_t* ids, int n, float scale, bool round_to_table_dtype,
            Tensor out);
 void rms_norm(Tensor x, Tensor w, float eps, Tensor out);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/simd_kernels.h"
 #include "core/thread_pool.h"
 
 namespace tessera::cpu {
@@ -13,6 +14,27 @@ void qk_norm_rope(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_norm, con
                   float eps, const int32_t* positions, Tensor inv_freq) {
   const int half = hd / 2;
   const float* inv = inv_freq.ptr<const float>();
+  const Isa isa = active_isa();
+  if (isa != Isa::scalar && qkv.dtype == DType::f32) {
+    auto head_fn = isa == Isa::avx512 ? avx512::head_norm_rope : avx2::head_norm_rope;
+    ThreadPool::global().parallel_for(qkv.rows, [&](int64_t t0, int64_t t1, int) {
+      std::vector<float> cosv(half), sinv(half);
+      for (int64_t t = t0; t < t1; ++t) {
+        const float pos = static_cast<float>(positions[t]);
+        for (int i = 0; i < half; ++i) {
+          const float ang = pos * inv[i];
+          cosv[i] = std::cos(ang);
+          sinv[i] = std::sin(ang);
+        }
+        for (int h = 0; h < nh + nkv; ++h) {
+          const Tensor* nw = h < nh ? q_norm : k_norm;
+          head_fn(qkv.ptr<float>() + t * qkv.stride + int64_t{h} * hd, hd,
+                  nw ? nw->ptr<const float>() : nullptr, eps, cosv.data(), sinv.data());
+        }
+      }
+    }, 4);
+    return;
+  }
   ThreadPool::global().parallel_for(qkv.rows, [&](int64_t t0, int64_t t1, int) {
     std::vector<float> cosv(half), sinv(half), head(hd);
     for (int64_t t = t0; t < t1; ++t) {

@@ -1,0 +1,40 @@
+// The per-ISA entry points of simd_kernels.h, forwarding to the kernel templates with this
+// translation unit's traits. Included (once) by simd_avx512.cpp and simd_avx2.cpp after they
+// define TS_SIMD_NS and include their traits header; nothing else includes it.
+#include "backend/cpu/activation_impl.h"
+#include "backend/cpu/attention_impl.h"
+#include "backend/cpu/gemv_impl.h"
+#include "backend/cpu/norm_impl.h"
+#include "backend/cpu/rope_impl.h"
+
+namespace tessera::cpu::TS_SIMD_NS {
+
+void gemv_f32(const GemvArgs& a, int64_t n0, int64_t n1) { simd::gemv_f32<Simd>(a, n0, n1); }
+void gemv_bf16(const GemvArgs& a, int64_t n0, int64_t n1) { simd::gemv_bf16<Simd>(a, n0, n1); }
+void attention_item(const AttnArgs& a, const AttnItem& it, AttnPartial* partial, float* out,
+                    int64_t out_stride, float* scratch) {
+  simd::attention_item<Simd>(a, it, partial, out, out_stride, scratch);
+}
+void rms_norm_row(const float* x, const float* w, float eps, int64_t n, float* y) {
+  simd::rms_norm_row<Simd>(x, w, eps, n, y);
+}
+void add_rms_norm_row(float* res, const float* y, const float* w_y, const float* w_out, float eps,
+                      int64_t n, float* out) {
+  simd::add_rms_norm_row<Simd>(res, y, w_y, w_out, eps, n, out);
+}
+void head_norm_rope(float* head, int hd, const float* w, float eps, const float* cosv,
+                    const float* sinv) {
+  simd::head_norm_rope<Simd>(head, hd, w, eps, cosv, sinv);
+}
+void gated_act_row(const float* gate, const float* up, int64_t n, Activation act, float* out) {
+  simd::gated_act_row<Simd>(gate, up, n, act, out);
+}
+void softcap_row(float* x, int64_t n, float cap) { simd::softcap_row<Simd>(x, n, cap); }
+void scale_row(const void* src, DType src_dtype, int64_t n, float scale, bool round_bf16,
+               float* out) {
+  simd::scale_row<Simd>(src, src_dtype, n, scale, round_bf16, out);
+}
+int64_t argmax(const float* x, int64_t n) { return simd::argmax<Simd>(x, n); }
+void widen_bf16(const uint16_t* src, int64_t n, float* dst) { simd::widen_bf16<Simd>(src, n, dst); }
+
+}  // namespace tessera::cpu::TS_SIMD_NS
