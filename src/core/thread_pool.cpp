@@ -36,6 +36,24 @@ ThreadPool::~ThreadPool() {
 
 bool ThreadPool::in_task() { return t_in_pool_task; }
 
+// Claims and runs tasks of region `gen` until none is left (or the region is over).
+void ThreadPool::run_tasks(uint32_t gen, int thread) {
+  const Slot& slot = slots_[gen & 1];
+  uint64_t c = claim_.load(std::memory_order_acquire);
+  for (;;) {
+    if (static_cast<uint32_t>(c >> 32) != gen) return;
+    const int64_t task = static_cast<int64_t>(c & 0xffffffffu);
+    if (task >= slot.tasks) return;
+    // Success means region `gen` was still current, so slot and fn are its own.
+    if (claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel,
+                                     std::memory_order_acquire)) {
+      (*slot.fn)(task, thread);
+      done_.fetch_add(1, std::memory_order_release);
+      c = claim_.load(std::memory_order_acquire);
+    }
+  }
+}
+
 void ThreadPool::worker_loop(int index) {
   uint32_t seen = 0;
   t_in_pool_task = true;
@@ -59,27 +77,29 @@ void ThreadPool::worker_loop(int index) {
     }
     seen = gen;
     if (stop_.load(std::memory_order_acquire)) return;
-    (*task_)(index);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    run_tasks(gen, index);
   }
 }
 
-void ThreadPool::dispatch(const std::function<void(int)>& task) {
+void ThreadPool::dispatch(int64_t tasks, const TaskFn& fn) {
   // Another thread of the process may be using the pool; wait for it.
   bool expected = false;
   while (!busy_.compare_exchange_weak(expected, true, std::memory_order_acquire)) {
     expected = false;
     _mm_pause();
   }
-  task_ = &task;
-  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_seq_cst);  // publishes task_ and pending_
+  const uint32_t gen = ++last_gen_;
+  Slot& slot = slots_[gen & 1];
+  slot.tasks = tasks;
+  slot.fn = &fn;
+  done_.store(0, std::memory_order_relaxed);
+  claim_.store(static_cast<uint64_t>(gen) << 32, std::memory_order_release);
+  generation_.store(gen, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
   t_in_pool_task = true;
-  task(0);
+  run_tasks(gen, 0);
   t_in_pool_task = false;
-  while (pending_.load(std::memory_order_acquire) != 0) _mm_pause();
-  task_ = nullptr;
+  while (done_.load(std::memory_order_acquire) != tasks) _mm_pause();
   busy_.store(false, std::memory_order_release);
 }
 
@@ -88,7 +108,8 @@ void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
     for (int i = 0; i < size(); ++i) fn(i);
     return;
   }
-  dispatch(fn);
+  const TaskFn task = [&](int64_t i, int) { fn(static_cast<int>(i)); };
+  dispatch(size(), task);
 }
 
 void ThreadPool::parallel_for(int64_t n, const RangeFn& fn, int64_t grain) {
@@ -100,31 +121,25 @@ void ThreadPool::parallel_for(int64_t n, const RangeFn& fn, int64_t grain) {
     fn(0, n, 0);
     return;
   }
-  std::function<void(int)> task = [&](int t) {
-    if (t >= threads) return;
-    int64_t c0 = chunks * t / threads, c1 = chunks * (t + 1) / threads;
-    int64_t b = c0 * grain, e = std::min(n, c1 * grain);
-    if (b < e) fn(b, e, t);
+  const TaskFn task = [&](int64_t i, int thread) {
+    const int64_t c0 = chunks * i / threads, c1 = chunks * (i + 1) / threads;
+    const int64_t b = c0 * grain, e = std::min(n, c1 * grain);
+    if (b < e) fn(b, e, thread);
   };
-  dispatch(task);
+  dispatch(threads, task);
 }
 
 void ThreadPool::parallel_dynamic(int64_t n, int64_t chunk, const RangeFn& fn) {
   if (n <= 0) return;
-  chunk = std::max<int64_t>(chunk, 1);
+  chunk = std::max<int64_t>({chunk, 1, (n >> 31) + 1});  // task indices fit 32 bits
   if (size() == 1 || n <= chunk || t_in_pool_task) {
     for (int64_t b = 0; b < n; b += chunk) fn(b, std::min(n, b + chunk), 0);
     return;
   }
-  std::atomic<int64_t> next{0};
-  std::function<void(int)> task = [&](int t) {
-    for (;;) {
-      const int64_t b = next.fetch_add(chunk, std::memory_order_relaxed);
-      if (b >= n) return;
-      fn(b, std::min(n, b + chunk), t);
-    }
+  const TaskFn task = [&](int64_t i, int thread) {
+    fn(i * chunk, std::min(n, (i + 1) * chunk), thread);
   };
-  dispatch(task);
+  dispatch((n + chunk - 1) / chunk, task);
 }
 
 ThreadPool& ThreadPool::global() {

@@ -32,11 +32,11 @@ struct Simd {
   static V max(V a, V b) { return _mm512_max_ps(a, b); }
   static V min(V a, V b) { return _mm512_min_ps(a, b); }
   static V abs(V a) { return _mm512_abs_ps(a); }
-  // a with the sign of s
+  // a with the sign of s: bitwise m ? s : a (ternary-logic table 0xD8)
   static V copysign(V a, V s) {
     const __m512i m = _mm512_set1_epi32(0x80000000);
     return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(a),
-                                                         _mm512_castps_si512(s), m, 0xE4));
+                                                         _mm512_castps_si512(s), m, 0xD8));
   }
   static float reduce_add(V v) { return _mm512_reduce_add_ps(v); }
   static float reduce_max(V v) { return _mm512_reduce_max_ps(v); }

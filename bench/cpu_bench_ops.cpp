@@ -1,0 +1,252 @@
+// Op micro-benchmarks of the CPU backend on the Gemma-3-1B shapes (hidden 1152, 4 q heads, 1 KV
+// head of 256, intermediate 6912, vocab 262144), through the ComputeBackend interface exactly as
+// the model calls it, on all pool threads. Each figure is the median of `reps` timed loops.
+#include <cstdio>
+#include <vector>
+
+#include "backend/cpu/cpu_kernels.h"
+#include "core/thread_pool.h"
+#include "cpu_bench_util.h"
+
+namespace tessera::bench {
+
+void fill_random(float* p, int64_t n, uint64_t seed) {
+  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (int64_t i = 0; i < n; ++i) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    p[i] = static_cast<float>(static_cast<int64_t>(s >> 40) - (1 << 23)) / static_cast<float>(1 << 23);
+  }
+}
+
+void fill_random_bf16(uint16_t* p, int64_t n, uint64_t seed) {
+  ThreadPool::global().parallel_for(n, [&](int64_t b, int64_t e, int) {
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(b);
+    for (int64_t i = b; i < e; ++i) {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      const float v = static_cast<float>(static_cast<int64_t>(s >> 40) - (1 << 23)) / (1 << 23);
+      p[i] = f32_to_bf16(v * 0.05f);
+    }
+  });
+}
+
+namespace {
+
+struct HostWeight {
+  std::vector<uint16_t> h;
+  std::vector<float> f;
+  TensorInfo info;
+};
+
+std::unique_ptr<Weight> make_weight(ComputeBackend& be, int64_t rows, int64_t cols, DType dt,
+                                    uint64_t seed) {
+  HostWeight hw;
+  hw.info.name = "bench";
+  hw.info.dtype_known = true;
+  hw.info.dtype = dt;
+  hw.info.shape = {rows, cols};
+  if (dt == DType::bf16) {
+    hw.h.resize(static_cast<size_t>(rows * cols));
+    fill_random_bf16(hw.h.data(), rows * cols, seed);
+    hw.info.data = hw.h.data();
+  } else {
+    hw.f.resize(static_cast<size_t>(rows * cols));
+    fill_random(hw.f.data(), rows * cols, seed);
+    hw.info.data = hw.f.data();
+  }
+  hw.info.nbytes = static_cast<size_t>(rows * cols) * dtype_size(dt);
+  const TensorInfo* parts[] = {&hw.info};
+  return be.upload_weight(parts, dt, "bench weight");
+}
+
+Tensor host_tensor(std::vector<float>& store, int64_t rows, int64_t cols, uint64_t seed) {
+  store.resize(static_cast<size_t>(rows * cols));
+  fill_random(store.data(), rows * cols, seed);
+  return Tensor{store.data(), DType::f32, rows, cols, cols};
+}
+
+const char* path_name(cpu::LinearPath p) {
+  switch (p) {
+    case cpu::LinearPath::gemv: return "gemv (exact fp32 FMA)";
+    case cpu::LinearPath::gemv_dpbf16: return "gemv (vdpbf16ps)";
+    case cpu::LinearPath::gemm: return "gemm (oneDNN sgemm)";
+    default: return "automatic";
+  }
+}
+
+void bench_pool(int reps) {
+  ThreadPool& pool = ThreadPool::global();
+  const int n = 20000;
+  volatile int64_t sink = 0;
+  const double t = time_median(reps, [&] {
+    for (int i = 0; i < n; ++i)
+      pool.parallel_for(2, [&](int64_t b, int64_t, int) { sink = sink + b; });
+  });
+  std::printf("  thread pool: %.2f us per empty parallel_for over %d threads\n", t / n * 1e6,
+              pool.size());
+}
+
+void bench_gemv(ComputeBackend& be, int reps) {
+  struct Shape {
+    const char* name;
+    int64_t n, k;
+  };
+  const Shape shapes[] = {{"qkv", 1536, 1152},       {"o", 1152, 1024},
+                          {"gate_up", 13824, 1152},  {"down", 1152, 6912},
+                          {"lm_head", 262144, 1152}};
+  std::printf("  linear, 1 row (decode GEMV), bf16 weights:\n");
+  std::vector<float> xs, os;
+  for (const Shape& s : shapes) {
+    auto w = make_weight(be, s.n, s.k, DType::bf16, 7);
+    Tensor x = host_tensor(xs, 1, s.k, 1);
+    Tensor out = host_tensor(os, 1, s.n, 2);
+    const double bytes = static_cast<double>(s.n * s.k * 2);
+    for (auto p : {cpu::LinearPath::gemv, cpu::LinearPath::gemv_dpbf16}) {
+      cpu::set_linear_path(p);
+      // Small weights fit the last-level cache; loop enough to measure.
+      const int inner = static_cast<int>(std::max<int64_t>(1, 200000000 / static_cast<int64_t>(bytes)));
+      const double t = time_median(reps, [&] {
+        for (int i = 0; i < inner; ++i) be.linear(x, *w, nullptr, out);
+      }) / inner;
+      std::printf("    %-8s [%6lld x %4lld] %-22s %8.3f ms  %6.1f GB/s%s\n", s.name,
+                  static_cast<long long>(s.n), static_cast<long long>(s.k), path_name(p), t * 1e3,
+                  bytes / t / 1e9, inner > 1 ? "  (cache-warm loop)" : "");
+    }
+  }
+  cpu::set_linear_path(cpu::LinearPath::automatic);
+  {
+    auto w = make_weight(be, 13824, 1152, DType::f32, 7);
+    Tensor x = host_tensor(xs, 1, 1152, 1);
+    Tensor out = host_tensor(os, 1, 13824, 2);
+    const double bytes = 13824.0 * 1152 * 4;
+    const double t = time_median(reps, [&] { be.linear(x, *w, nullptr, out); });
+    std::printf("    gate_up  [ 13824 x 1152] f32 weights, gemv      %8.3f ms  %6.1f GB/s\n",
+                t * 1e3, bytes / t / 1e9);
+  }
+}
+
+void bench_linear_rows(ComputeBackend& be, int reps) {
+  std::printf("  linear by rows (gemv vs oneDNN gemm), bf16 weights, GFLOP/s:\n");
+  std::vector<float> xs, os;
+  struct Shape {
+    const char* name;
+    int64_t n, k;
+  };
+  for (const Shape& s : {Shape{"gate_up", 13824, 1152}, Shape{"down", 1152, 6912}}) {
+    auto w = make_weight(be, s.n, s.k, DType::bf16, 9);
+    for (int M : {1, 2, 4, 8, 16, 32, 64, 128, 512}) {
+      Tensor x = host_tensor(xs, M, s.k, 3);
+      Tensor out = host_tensor(os, M, s.n, 4);
+      std::printf("    %-8s M=%4d", s.name, M);
+      for (auto p : {cpu::LinearPath::gemv, cpu::LinearPath::gemm}) {
+        cpu::set_linear_path(p);
+        const double t = time_median(reps, [&] { be.linear(x, *w, nullptr, out); });
+        std::printf("   %s %7.3f ms %6.1f", p == cpu::LinearPath::gemv ? "gemv" : "gemm", t * 1e3,
+                    2.0 * M * s.n * s.k / t / 1e9);
+      }
+      cpu::set_linear_path(cpu::LinearPath::automatic);
+      std::printf("   (automatic: %s)\n",
+                  cpu::linear_path_for(M, static_cast<const cpu::CpuWeight&>(*w)) ==
+                          cpu::LinearPath::gemm
+                      ? "gemm"
+                      : "gemv");
+    }
+  }
+}
+
+void bench_attention(ComputeBackend& be, int reps) {
+  const int nh = 4, nkv = 1, hd = 256, bs = 16;
+  std::printf("  attention (4 q heads, 1 KV head of 256, bf16 KV):\n");
+  struct Case {
+    int tokens, ctx;
+  };
+  for (const Case c : {Case{1, 128}, Case{1, 512}, Case{1, 2048}, Case{1, 8192}, Case{128, 128},
+                       Case{512, 512}}) {
+    const int blocks = (c.ctx + bs - 1) / bs;
+    std::vector<uint16_t> k(static_cast<size_t>(blocks) * bs * hd), v(k.size());
+    fill_random_bf16(k.data(), static_cast<int64_t>(k.size()), 11);
+    fill_random_bf16(v.data(), static_cast<int64_t>(v.size()), 12);
+    KvLayerView kv{k.data(), v.data(), DType::bf16, blocks, bs, nkv, hd};
+    std::vector<int32_t> table(blocks), pos(c.tokens), seq(c.tokens, 0), slots(c.tokens);
+    for (int i = 0; i < blocks; ++i) table[i] = i;
+    for (int t = 0; t < c.tokens; ++t) pos[t] = slots[t] = c.ctx - c.tokens + t;
+    std::vector<int32_t> q_start{0}, q_len{c.tokens}, kv_len{c.ctx};
+    BatchView b;
+    b.num_tokens = c.tokens;
+    b.num_seqs = 1;
+    b.tokens = pos.data();
+    b.positions = pos.data();
+    b.token_seq = seq.data();
+    b.seq_q_start = q_start.data();
+    b.seq_q_len = q_len.data();
+    b.seq_kv_len = kv_len.data();
+    b.max_q_len = c.tokens;
+    b.max_kv_len = c.ctx;
+    b.num_groups = 1;
+    b.groups[0] = {table.data(), slots.data(), blocks};
+    std::vector<float> qs, os;
+    Tensor qkv = host_tensor(qs, c.tokens, (nh + 2 * nkv) * hd, 13);
+    for (float& f : qs) f *= 0.2f;
+    Tensor out = host_tensor(os, c.tokens, nh * hd, 14);
+    const double t = time_median(reps, [&] {
+      be.attention(qkv, nh, nkv, hd, kv, b, 0, 1.0f / 16, 0, 0.f, out);
+    });
+    std::printf("    %4d token(s) over %5d keys: %8.3f ms\n", c.tokens, c.ctx, t * 1e3);
+  }
+}
+
+void bench_small_ops(ComputeBackend& be, int reps) {
+  std::printf("  small ops (one decode row unless noted):\n");
+  std::vector<float> xs, ws, os, rs, gs, qs, inv;
+  const int inner = 1000;
+  auto report = [&](const char* name, double t) {
+    std::printf("    %-34s %8.2f us\n", name, t / inner * 1e6);
+  };
+  Tensor x = host_tensor(xs, 1, 1152, 1), w = host_tensor(ws, 1, 1152, 2);
+  Tensor out = host_tensor(os, 1, 1152, 3), res = host_tensor(rs, 1, 1152, 4);
+  report("rms_norm [1 x 1152]", time_median(reps, [&] {
+           for (int i = 0; i < inner; ++i) be.rms_norm(x, w, 1e-6f, out);
+         }));
+  report("add_rms_norm [1 x 1152]", time_median(reps, [&] {
+           for (int i = 0; i < inner; ++i) be.add_rms_norm(res, x, &w, &w, 1e-6f, out);
+         }));
+  for (int rows : {1, 128}) {
+    Tensor gu = host_tensor(gs, rows, 2 * 6912, 5);
+    std::vector<float> a(static_cast<size_t>(rows) * 6912);
+    Tensor at{a.data(), DType::f32, rows, 6912, 6912};
+    const int n = rows == 1 ? inner : inner / 50;
+    const double t = time_median(reps, [&] {
+      for (int i = 0; i < n; ++i) be.gated_act(gu, Activation::gelu_tanh, at);
+    });
+    std::printf("    gated_act gelu_tanh [%3d x 6912]        %8.2f us\n", rows, t / n * 1e6);
+  }
+  Tensor qkv = host_tensor(qs, 1, 6 * 256, 6);
+  Tensor nw = host_tensor(ws, 1, 256, 7);
+  Tensor iv = host_tensor(inv, 1, 128, 8);
+  int32_t pos = 100;
+  report("qk_norm_rope [1 x 6 heads x 256]", time_median(reps, [&] {
+           for (int i = 0; i < inner; ++i) be.qk_norm_rope(qkv, 4, 1, 256, &nw, &nw, 1e-6f, &pos, iv);
+         }));
+  std::vector<float> lg;
+  Tensor logits = host_tensor(lg, 1, 262144, 9);
+  SampleBatch sb;
+  sb.rows.resize(1);
+  SampleOutput so;
+  const double t = time_median(reps, [&] {
+    for (int i = 0; i < 100; ++i) be.sample(logits, sb, so);
+  });
+  std::printf("    %-34s %8.2f us\n", "sample greedy [1 x 262144]", t / 100 * 1e6);
+}
+
+}  // namespace
+
+void run_op_benchmarks(int reps) {
+  std::printf("op micro-benchmarks (median of %d):\n", reps);
+  auto be = make_cpu_backend();
+  bench_pool(reps);
+  bench_small_ops(*be, reps);
+  bench_attention(*be, reps);
+  bench_gemv(*be, reps);
+  bench_linear_rows(*be, reps);
+}
+
+}  // namespace tessera::bench
