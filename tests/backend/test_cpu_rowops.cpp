@@ -110,6 +110,46 @@ TEST(CpuRowOps, QkNormRope) {
   }
 }
 
+// Layers alternate between inv_freq tables (local / global rope) over the same positions; the
+// cos/sin kept between calls must follow the table, and the positions.
+TEST(CpuRowOps, QkNormRopeAlternatingTables) {
+  const int T = 3, nh = 4, nkv = 1, hd = 64;
+  const int64_t cols = int64_t{nh + 2 * nkv} * hd;
+  auto qkv0 = random_floats(static_cast<size_t>(T * cols), 54, -4.f, 4.f);
+  std::vector<float> inv_a(hd / 2), inv_b(hd / 2);
+  for (int i = 0; i < hd / 2; ++i) {
+    inv_a[i] = std::pow(10000.f, -2.f * i / hd);
+    inv_b[i] = std::pow(1000000.f, -2.f * i / hd);
+  }
+  std::vector<int32_t> pos_a = {7, 8, 9}, pos_b = {7, 8, 10};
+  struct Call {
+    std::vector<float>* inv;
+    std::vector<int32_t>* pos;
+  };
+  const Call calls[] = {{&inv_a, &pos_a}, {&inv_b, &pos_a}, {&inv_a, &pos_a}, {&inv_a, &pos_b},
+                        {&inv_b, &pos_b}, {&inv_a, &pos_a}};
+  auto run_all = [&] {
+    std::vector<float> all;
+    for (const Call& c : calls) {
+      std::vector<float> q = qkv0;
+      qk_norm_rope(Tensor{q.data(), DType::f32, T, cols, cols}, nh, nkv, hd, nullptr, nullptr,
+                   1e-6f, c.pos->data(), Tensor{c.inv->data(), DType::f32, 1, hd / 2, hd / 2});
+      all.insert(all.end(), q.begin(), q.end());
+    }
+    return all;
+  };
+  std::vector<float> ref;
+  {
+    IsaScope s(Isa::scalar);
+    ref = run_all();
+  }
+  for (Isa isa : simd_isas()) {
+    IsaScope s(isa);
+    expect_rows_near(ref, run_all(), T * 6, cols, cols, 1e-5,
+                     std::string("alternating rope tables on ") + isa_name(isa));
+  }
+}
+
 TEST(CpuRowOps, GatedActivations) {
   for (Activation act : {Activation::gelu_tanh, Activation::silu}) {
     for (const Shape& sh : {Shape{1, 6912}, Shape{3, 1000}, Shape{130, 33}, Shape{2, 5}}) {
