@@ -1,6 +1,7 @@
 // tessera_cpu_bench: CPU decode and prefill speed of a model (Gemma-3-1B in bf16 by default) on
 // all the threads of the pool, with where the time goes, plus op micro-benchmarks.
 //   tessera_cpu_bench [--model DIR] [--prompt 128] [--decode 64] [--reps 3] [--no-ops] [--ops-only]
+//                     [--only pool|small|attention|gemv|rows]
 // Figures are medians over --reps runs (other processes share the cores). Decode GB/s counts the
 // bytes of weights one token reads (every linear weight once, the tied LM head included).
 #include <cstdio>
@@ -26,6 +27,7 @@ struct Options {
   std::string model = "/tmp/g1b";
   int prompt = 128, decode = 64, reps = 3;
   bool ops = true, model_runs = true;
+  std::string only;  // one op group
 };
 
 Options parse(int argc, char** argv) {
@@ -56,10 +58,15 @@ Options parse(int argc, char** argv) {
     else if (a == "--reps") o.reps = next_int();
     else if (a == "--no-ops") o.ops = false;
     else if (a == "--ops-only") o.model_runs = false;
+    else if (a == "--only") {
+      o.only = next();
+      o.model_runs = false;
+    }
     else {
       std::fprintf(stderr,
                    "usage: tessera_cpu_bench [--model DIR] [--prompt N] [--decode N] [--reps N] "
-                   "[--no-ops] [--ops-only]\n(unknown option '%s')\n",
+                   "[--no-ops] [--ops-only] [--only pool|small|attention|gemv|rows]\n"
+                   "(unknown option '%s')\n",
                    a.c_str());
       std::exit(2);
     }
@@ -228,9 +235,10 @@ int main(int argc, char** argv) {
   std::printf("tessera_cpu_bench: %s, %d threads, ISA %s\n", cpu_model().c_str(),
               ThreadPool::global().size(), cpu::isa_name(cpu::active_isa()));
   try {
-    std::printf("DRAM read bandwidth (1 GiB, all threads): %.1f GB/s\n", read_bandwidth(o.reps));
+    if (o.only.empty())
+      std::printf("DRAM read bandwidth (1 GiB, all threads): %.1f GB/s\n", read_bandwidth(o.reps));
     if (o.model_runs) run_model(o);
-    if (o.ops) run_op_benchmarks(o.reps);
+    if (o.ops) run_op_benchmarks(o.reps, o.only);
   } catch (const Error& e) {
     std::fprintf(stderr, "tessera_cpu_bench: error: %s\n", e.what());
     return 1;

@@ -66,9 +66,9 @@ Tensor host_tensor(std::vector<float>& store, int64_t rows, int64_t cols, uint64
 
 const char* path_name(cpu::LinearPath p) {
   switch (p) {
-    case cpu::LinearPath::gemv: return "gemv (exact fp32 FMA)";
-    case cpu::LinearPath::gemv_dpbf16: return "gemv (vdpbf16ps)";
-    case cpu::LinearPath::gemm: return "gemm (oneDNN sgemm)";
+    case cpu::LinearPath::fma: return "panels, fp32 FMA";
+    case cpu::LinearPath::dpbf16: return "panels, vdpbf16ps";
+    case cpu::LinearPath::onednn: return "oneDNN sgemm";
     default: return "automatic";
   }
 }
@@ -100,7 +100,7 @@ void bench_gemv(ComputeBackend& be, int reps) {
     Tensor x = host_tensor(xs, 1, s.k, 1);
     Tensor out = host_tensor(os, 1, s.n, 2);
     const double bytes = static_cast<double>(s.n * s.k * 2);
-    for (auto p : {cpu::LinearPath::gemv, cpu::LinearPath::gemv_dpbf16}) {
+    for (auto p : {cpu::LinearPath::fma, cpu::LinearPath::dpbf16}) {
       cpu::set_linear_path(p);
       // Small weights fit the last-level cache; loop enough to measure.
       const int inner = static_cast<int>(std::max<int64_t>(1, 200000000 / static_cast<int64_t>(bytes)));
@@ -125,7 +125,7 @@ void bench_gemv(ComputeBackend& be, int reps) {
 }
 
 void bench_linear_rows(ComputeBackend& be, int reps) {
-  std::printf("  linear by rows (gemv vs oneDNN gemm), bf16 weights, GFLOP/s:\n");
+  std::printf("  linear by rows of x, bf16 weights: ms and GFLOP/s per path:\n");
   std::vector<float> xs, os;
   struct Shape {
     const char* name;
@@ -137,18 +137,15 @@ void bench_linear_rows(ComputeBackend& be, int reps) {
       Tensor x = host_tensor(xs, M, s.k, 3);
       Tensor out = host_tensor(os, M, s.n, 4);
       std::printf("    %-8s M=%4d", s.name, M);
-      for (auto p : {cpu::LinearPath::gemv, cpu::LinearPath::gemm}) {
+      for (auto p : {cpu::LinearPath::fma, cpu::LinearPath::dpbf16, cpu::LinearPath::onednn}) {
         cpu::set_linear_path(p);
         const double t = time_median(reps, [&] { be.linear(x, *w, nullptr, out); });
-        std::printf("   %s %7.3f ms %6.1f", p == cpu::LinearPath::gemv ? "gemv" : "gemm", t * 1e3,
-                    2.0 * M * s.n * s.k / t / 1e9);
+        std::printf("  %s %8.3f ms %5.0f",
+                    p == cpu::LinearPath::fma ? "fma" : p == cpu::LinearPath::dpbf16 ? "dpbf16" : "onednn",
+                    t * 1e3, 2.0 * M * s.n * s.k / t / 1e9);
       }
       cpu::set_linear_path(cpu::LinearPath::automatic);
-      std::printf("   (automatic: %s)\n",
-                  cpu::linear_path_for(M, static_cast<const cpu::CpuWeight&>(*w)) ==
-                          cpu::LinearPath::gemm
-                      ? "gemm"
-                      : "gemv");
+      std::printf("\n");
     }
   }
 }
@@ -239,14 +236,15 @@ void bench_small_ops(ComputeBackend& be, int reps) {
 
 }  // namespace
 
-void run_op_benchmarks(int reps) {
+void run_op_benchmarks(int reps, const std::string& only) {
   std::printf("op micro-benchmarks (median of %d):\n", reps);
   auto be = make_cpu_backend();
-  bench_pool(reps);
-  bench_small_ops(*be, reps);
-  bench_attention(*be, reps);
-  bench_gemv(*be, reps);
-  bench_linear_rows(*be, reps);
+  auto want = [&](const char* g) { return only.empty() || only == g; };
+  if (want("pool")) bench_pool(reps);
+  if (want("small")) bench_small_ops(*be, reps);
+  if (want("attention")) bench_attention(*be, reps);
+  if (want("gemv")) bench_gemv(*be, reps);
+  if (want("rows")) bench_linear_rows(*be, reps);
 }
 
 }  // namespace tessera::bench

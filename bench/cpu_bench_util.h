@@ -118,7 +118,8 @@ class TimingBackend final : public ComputeBackend {
   std::unique_ptr<ComputeBackend> in_;
 };
 
-// Op micro-benchmarks on the Gemma-3-1B shapes (cpu_bench_ops.cpp).
-void run_op_benchmarks(int reps);
+// Op micro-benchmarks on the Gemma-3-1B shapes (cpu_bench_ops.cpp); `only` names one group
+// (pool, small, attention, gemv, rows) or is empty for all.
+void run_op_benchmarks(int reps, const std::string& only);
 
 }  // namespace tessera::bench

@@ -71,11 +71,11 @@ TEST(CpuLinear, SimdPathsMatchScalar) {
           ref = run(c, *weight, x, b);
         }
         for (Isa isa : simd_isas()) {
-          for (LinearPath p : {LinearPath::automatic, LinearPath::gemv, LinearPath::gemv_dpbf16,
-                               LinearPath::gemm}) {
+          for (LinearPath p : {LinearPath::automatic, LinearPath::fma, LinearPath::dpbf16,
+                               LinearPath::onednn}) {
             IsaScope s(isa, p);
             const bool dp = linear_path_for(c.M, static_cast<const CpuWeight&>(*weight)) ==
-                            LinearPath::gemv_dpbf16;
+                            LinearPath::dpbf16;
             // fp32 products and sums everywhere except vdpbf16ps, which rounds x to bf16.
             const double tol = dp ? 1e-2 : 1e-5;
             const std::string what = std::string(isa_name(isa)) + " path " +
@@ -113,17 +113,41 @@ TEST(CpuLinear, ScalarMatchesDouble) {
   expect_rows_near(ref, got, c.M, c.N, c.N + 5, 1e-5, "scalar vs double");
 }
 
-// The automatic choice: decode rows take the GEMV, prefill the gemm.
-TEST(CpuLinear, AutomaticPathByRows) {
-  if (simd_isas().empty()) GTEST_SKIP() << "no SIMD ISA on this CPU";
-  CpuWeight w;
-  w.rows = 1152;
-  w.cols = 1152;
-  w.dtype = DType::bf16;
-  IsaScope s(simd_isas().back());
-  EXPECT_EQ(linear_path_for(1, w), LinearPath::gemv);
-  EXPECT_EQ(linear_path_for(kGemmMinRows - 1, w), LinearPath::gemv);
-  EXPECT_EQ(linear_path_for(128, w), LinearPath::gemm);
+// The panel layout: every (n, k) where offset() says, padding zero, whatever the parts.
+TEST(CpuLinear, UploadPacksPanels) {
+  auto be = make_cpu_backend();
+  const int64_t K = 7;
+  const auto a = random_floats(5 * K, 91), b = random_floats(14 * K, 92);
+  std::vector<uint16_t> ah = to_bf16(a);
+  TensorInfo ia, ib;
+  ia.name = "a";
+  ia.dtype_known = ib.dtype_known = true;
+  ia.dtype = DType::bf16;
+  ia.shape = {5, K};
+  ia.data = ah.data();
+  ia.nbytes = ah.size() * 2;
+  ib.name = "b";
+  ib.dtype = DType::f32;
+  ib.shape = {14, K};
+  ib.data = b.data();
+  ib.nbytes = b.size() * 4;
+  const TensorInfo* parts[] = {&ia, &ib};
+  for (DType dt : {DType::bf16, DType::f32}) {
+    auto w = be->upload_weight(parts, dt, "packed");
+    const auto& cw = static_cast<const CpuWeight&>(*w);
+    ASSERT_EQ(cw.rows, 19);
+    ASSERT_EQ(cw.panels, 2);
+    for (int64_t n = 0; n < 19; ++n)
+      for (int64_t k = 0; k < K; ++k) {
+        const float src = n < 5 ? bf16_to_f32(ah[n * K + k]) : b[(n - 5) * K + k];
+        EXPECT_EQ(cw.at(n, k), dt == DType::bf16 ? round_bf16(src) : src) << n << "," << k;
+      }
+    // Rows 19..31 and (bf16) the odd k = 7 are zero padding.
+    for (int64_t n = 19; n < 32; ++n)
+      for (int64_t k = 0; k < cw.k2; ++k) EXPECT_EQ(cw.at(n, k), 0.f);
+    if (dt == DType::bf16)
+      for (int64_t n = 0; n < 19; ++n) EXPECT_EQ(cw.at(n, 7), 0.f);
+  }
 }
 
 }  // namespace

@@ -47,28 +47,23 @@ void gated_act(Tensor gate_up, Activation act, Tensor out) {
   });
 }
 
+// The table is in the panel layout (cpu_kernels.h): row v's pairs of k sit 64 bytes apart.
 void embed(const CpuWeight& table, const int32_t* ids, int n, float scale, bool round_to_table_dtype,
            Tensor out) {
   const int64_t H = table.cols;
   const bool bf16 = table.dtype == DType::bf16;
   const float s = (round_to_table_dtype && bf16) ? round_bf16(scale) : scale;
-  const Isa isa = active_isa();
-  if (isa != Isa::scalar && out.dtype == DType::f32) {
-    auto row = isa == Isa::avx512 ? avx512::scale_row : avx2::scale_row;
-    const size_t es = dtype_size(table.dtype);
-    for (int t = 0; t < n; ++t)
-      row(static_cast<const char*>(table.data()) + static_cast<int64_t>(ids[t]) * H * es,
-          table.dtype, H, s, round_to_table_dtype && bf16, out.ptr<float>() + t * out.stride);
-    return;
-  }
-  for (int t = 0; t < n; ++t) {
-    const int64_t base = static_cast<int64_t>(ids[t]) * H;
-    for (int64_t i = 0; i < H; ++i) {
-      float v = load_elem(table.data(), table.dtype, base + i) * s;
-      if (round_to_table_dtype && bf16) v = round_bf16(v);
-      store_elem(out.data, out.dtype, t * out.stride + i, v);
+  ThreadPool::global().parallel_for(n, [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t base = table.offset(ids[t], 0);
+      for (int64_t i = 0; i < H; ++i) {
+        const int64_t o = bf16 ? base + (i / 2) * 2 * kPanel + (i % 2) : base + i * kPanel;
+        float v = load_elem(table.data(), table.dtype, o) * s;
+        if (round_to_table_dtype && bf16) v = round_bf16(v);
+        store_elem(out.data, out.dtype, t * out.stride + i, v);
+      }
     }
-  }
+  }, 16);
 }
 
 void softcap(Tensor x, float cap) {

@@ -1,6 +1,5 @@
-// Elementwise rows on SIMD vectors: the gated MLP activation, tanh softcapping, the scaled
-// embedding copy and argmax. ref: transformers GELUTanh (gelu_pytorch_tanh), SiLU,
-// Gemma3TextScaledWordEmbedding.
+// Elementwise rows on SIMD vectors: the gated MLP activation, tanh softcapping and argmax.
+// ref: transformers GELUTanh (gelu_pytorch_tanh), SiLU.
 #pragma once
 
 #include <cmath>
@@ -41,46 +40,6 @@ void softcap_row(float* x, int64_t n, float cap) {
   using V = typename S::V;
   const V c = S::set1(cap);
   map_row<S>(x, n, x, [&](V v, int64_t, int) { return S::mul(tanh<S>(S::div(v, c)), c); });
-}
-
-// out = src * scale; with round_bf16 the product is rounded to bf16 (src is bf16 then).
-template <class S>
-void scale_row(const void* src, DType src_dtype, int64_t n, float scale, bool round_bf16, float* out) {
-  using V = typename S::V;
-  constexpr int W = S::W;
-  const V s = S::set1(scale);
-  int64_t i = 0;
-  for (; i < n; i += W) {
-    const int r = static_cast<int>(n - i < W ? n - i : W);
-    V v;
-    if (src_dtype == DType::f32) {
-      const float* p = static_cast<const float*>(src) + i;
-      v = r == W ? S::load(p) : S::load_partial(p, r);
-    } else {
-      const uint16_t* p = static_cast<const uint16_t*>(src) + i;
-      v = r == W ? S::load_bf16(p) : S::load_bf16_partial(p, r);
-    }
-    v = S::mul(v, s);
-    if (round_bf16) {
-      alignas(64) uint16_t tmp[W];
-      S::store_bf16(tmp, v);
-      v = S::load_bf16(tmp);
-    }
-    if (r == W) {
-      S::store(out + i, v);
-    } else {
-      S::store_partial(out + i, v, r);
-    }
-  }
-}
-
-// dst[i] = bf16 src[i] as f32 (exact).
-template <class S>
-void widen_bf16(const uint16_t* src, int64_t n, float* dst) {
-  constexpr int W = S::W;
-  int64_t i = 0;
-  for (; i + W <= n; i += W) S::store(dst + i, S::load_bf16(src + i));
-  if (i < n) S::store_partial(dst + i, S::load_bf16_partial(src + i, static_cast<int>(n - i)), static_cast<int>(n - i));
 }
 
 // The index of the first maximum (NaN never wins, except at index 0 as in the scalar loop).

@@ -1,11 +1,10 @@
-// The prefill path of linear(): out[M, N] = x[M, K] W[N, K]^T (+ bias) with oneDNN's sgemm, fp32
-// throughout. On the dev machine (bench/NOTES-cpu.md) oneDNN's bf16 matmul runs at about half its
-// f32 rate because vdpbf16ps issues at half the FMA rate, so bf16 weights are widened to f32 one
-// tile at a time ([256 rows, <= 2304 cols], 2.3 MB at most, L2-sized) right before sgemm uses it:
-// the weights stay bf16 in memory and the widening costs O(N K) against the product's O(M N K).
+// linear() through oneDNN's sgemm, kept as a measured alternative to the panel kernel
+// (TESSERA_LINEAR=onednn; bench/NOTES-cpu.md has the comparison): fp32 throughout, the panels
+// widened to f32 tiles ([K, <= 256] in sgemm's 'N' form, L2-sized) right before sgemm reads them,
+// so the weights stay bf16 in memory. oneDNN's own bf16 matmul is not used: on the dev machine
+// vdpbf16ps issues at half the FMA rate and that matmul ran at half its f32 speed.
 // Threading: the Debian oneDNN uses OpenMP; each tessera pool thread calls sgemm on its own tiles
-// with the OpenMP thread count set to 1 on that thread, so no OpenMP team ever competes with the
-// pool for the cores.
+// with the OpenMP thread count set to 1 on that thread, so no OpenMP team competes with the pool.
 #include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 
@@ -21,8 +20,7 @@ namespace tessera::cpu {
 
 namespace {
 
-constexpr int64_t kTileRows = 256;
-constexpr int64_t kTileCols = 2304;
+constexpr int kTilePanels = 16;  // 256 output columns per sgemm call
 
 void one_omp_thread() {
   thread_local bool done = false;
@@ -32,19 +30,12 @@ void one_omp_thread() {
   }
 }
 
-void sgemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-           int64_t ldb, float beta, float* C, int64_t ldc) {
-  const dnnl_status_t st = dnnl_sgemm('N', 'T', M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
-  TS_ASSERT(st == dnnl_success);
-}
-
 }  // namespace
 
 void gemm_dnnl(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out) {
   const int64_t M = x.rows, K = x.cols, N = w.rows;
   const Isa isa = active_isa();
   TS_ASSERT(isa != Isa::scalar);
-  // A and C as f32 rows (the CPU backend's activations already are).
   thread_local std::vector<float> a_buf, c_buf;
   const float* A = x.ptr<const float>();
   int64_t lda = x.stride;
@@ -62,29 +53,27 @@ void gemm_dnnl(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out) {
     C = c_buf.data();
     ldc = N;
   }
+  LinArgs a;
+  a.w = w.data();
+  a.w_dtype = w.dtype;
+  a.K = K;
+  a.N = N;
+  a.panel_elems = w.panel_elems;
+  auto widen = isa == Isa::avx512 ? avx512::widen_panels : avx2::widen_panels;
   const float* bias_p = bias ? bias->ptr<const float>() : nullptr;
-  auto widen = isa == Isa::avx512 ? avx512::widen_bf16 : avx2::widen_bf16;
-  // K split into near-equal column tiles of at most kTileCols.
-  const int64_t k_tiles = (K + kTileCols - 1) / kTileCols;
-  const int64_t kb = (K + k_tiles - 1) / k_tiles;
-  ThreadPool::global().parallel_dynamic(N, kTileRows, [&](int64_t n0, int64_t n1, int) {
+  ThreadPool::global().parallel_dynamic(w.panels, kTilePanels, [&](int64_t p0, int64_t p1, int) {
     one_omp_thread();
-    const int64_t nb = n1 - n0;
-    if (w.dtype == DType::f32) {
-      sgemm(M, nb, K, A, lda, static_cast<const float*>(w.data()) + n0 * K, K, 0.f, C + n0, ldc);
-    } else {
-      thread_local std::vector<float> tile;
-      tile.resize(static_cast<size_t>(kTileRows * kb));
-      const uint16_t* W = static_cast<const uint16_t*>(w.data());
-      for (int64_t k0 = 0; k0 < K; k0 += kb) {
-        const int64_t kn = std::min(kb, K - k0);
-        for (int64_t r = 0; r < nb; ++r) widen(W + (n0 + r) * K + k0, kn, tile.data() + r * kn);
-        sgemm(M, nb, kn, A + k0, lda, tile.data(), kn, k0 == 0 ? 0.f : 1.f, C + n0, ldc);
-      }
-    }
+    const int np = static_cast<int>(p1 - p0);
+    const int64_t ld = np * kPanel, n0 = p0 * kPanel, nb = std::min(N, p1 * kPanel) - n0;
+    thread_local std::vector<float> tile;
+    tile.resize(static_cast<size_t>(K * ld));
+    widen(a, p0, np, tile.data(), ld);
+    const dnnl_status_t st =
+        dnnl_sgemm('N', 'N', M, nb, K, 1.0f, A, lda, tile.data(), ld, 0.0f, C + n0, ldc);
+    TS_ASSERT(st == dnnl_success);
     if (bias_p)
       for (int64_t m = 0; m < M; ++m)
-        for (int64_t n = n0; n < n1; ++n) C[m * ldc + n] += bias_p[n];
+        for (int64_t n = n0; n < n0 + nb; ++n) C[m * ldc + n] += bias_p[n];
   });
   if (out.dtype != DType::f32)
     for (int64_t m = 0; m < M; ++m)

@@ -1,11 +1,6 @@
-// out[M, N] = x[M, K] W[N, K]^T + bias: picks the path per shape and ISA.
-//  - scalar ISA: the portable reference loop (threads split N).
-//  - few rows (decode): the hand-written GEMV (gemv_impl.h), bandwidth-bound, threads stream
-//    disjoint row ranges of W. bf16 weights use the exact path (bf16 -> f32 in registers, fp32
-//    FMA) or, when forced, vdpbf16ps with x rounded to bf16.
-//  - many rows (prefill): oneDNN sgemm over tiles of W widened to f32 (gemm_dnnl.cpp).
-// The row threshold and the bf16 kernel come from bench/cpu_bench measurements on the dev machine
-// (bench/NOTES-cpu.md).
+// out[M, N] = x[M, K] W[N, K]^T + bias over the panel layout (cpu_kernels.h, CpuWeight): picks
+// the path per ISA and shape (see LinearPath) and splits the panels over the pool.
+// ref: torch.nn.functional.linear (y = x W^T + b), fp32 accumulation.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -22,9 +17,9 @@ namespace {
 LinearPath env_path() {
   const char* e = std::getenv("TESSERA_LINEAR");
   if (!e) return LinearPath::automatic;
-  if (std::strcmp(e, "gemv") == 0) return LinearPath::gemv;
-  if (std::strcmp(e, "dpbf16") == 0) return LinearPath::gemv_dpbf16;
-  if (std::strcmp(e, "gemm") == 0) return LinearPath::gemm;
+  if (std::strcmp(e, "fma") == 0) return LinearPath::fma;
+  if (std::strcmp(e, "dpbf16") == 0) return LinearPath::dpbf16;
+  if (std::strcmp(e, "onednn") == 0) return LinearPath::onednn;
   return LinearPath::automatic;
 }
 
@@ -33,6 +28,17 @@ LinearPath& forced_path() {
   return p;
 }
 
+// Benchmark knobs: TESSERA_GEMV_PREFETCH=0 turns the software prefetch off, =N sets its distance
+// in bytes (default 1024).
+int prefetch_bytes() {
+  static const int v = [] {
+    const char* e = std::getenv("TESSERA_GEMV_PREFETCH");
+    return e ? std::atoi(e) : 1024;
+  }();
+  return v;
+}
+
+// The portable reference: one output at a time, fp32 accumulation in k order.
 void linear_scalar(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out) {
   const int64_t M = x.rows, K = x.cols, N = w.rows;
   const float* bias_p = bias ? bias->ptr<const float>() : nullptr;
@@ -44,81 +50,73 @@ void linear_scalar(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out)
           for (int64_t k = 0; k < K; ++k) xrow[k] = load_elem(x.data, x.dtype, m * x.stride + k);
           for (int64_t n = n0; n < n1; ++n) {
             float acc = 0.f;
-            if (w.dtype == DType::f32) {
-              const float* wr = static_cast<const float*>(w.data()) + n * K;
-              for (int64_t k = 0; k < K; ++k) acc += xrow[k] * wr[k];
-            } else {
-              const uint16_t* wr = static_cast<const uint16_t*>(w.data()) + n * K;
-              for (int64_t k = 0; k < K; ++k) acc += xrow[k] * bf16_to_f32(wr[k]);
-            }
+            for (int64_t k = 0; k < K; ++k) acc += xrow[k] * w.at(n, k);
             if (bias_p) acc += bias_p[n];
             store_elem(out.data, out.dtype, m * out.stride + n, acc);
           }
         }
       },
-      16);
+      kPanel);
 }
 
-// x in the layout the GEMV kernel wants (simd_kernels.h, GemvArgs).
-struct PreparedX {
-  std::vector<float> f;
-  std::vector<uint16_t> h;
-};
-
-void gemv(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out, bool dpbf16) {
+void linear_simd(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out, bool dpbf16) {
   const Isa isa = active_isa();
   const int64_t M = x.rows, K = x.cols, N = w.rows;
-  thread_local PreparedX prep;
-  GemvArgs a;
+  thread_local std::vector<float> x_buf, out_buf;
+  thread_local std::vector<uint32_t> pair_buf;
+  LinArgs a;
   a.w = w.data();
+  a.w_dtype = w.dtype;
   a.K = K;
+  a.N = N;
+  a.panel_elems = w.panel_elems;
   a.M = static_cast<int>(M);
   a.bias = bias ? bias->ptr<const float>() : nullptr;
-  a.out = out.data;
-  a.out_dtype = out.dtype;
-  a.out_stride = out.stride;
-  void (*kernel)(const GemvArgs&, int64_t, int64_t) = nullptr;
-  if (w.dtype == DType::f32) {
-    if (x.dtype == DType::f32) {
-      a.x = x.data;
-      a.x_stride = x.stride;
-    } else {
-      prep.f.resize(static_cast<size_t>(M * K));
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t k = 0; k < K; ++k) prep.f[m * K + k] = load_elem(x.data, x.dtype, m * x.stride + k);
-      a.x = prep.f.data();
-      a.x_stride = K;
-    }
-    kernel = isa == Isa::avx512 ? avx512::gemv_f32 : avx2::gemv_f32;
-  } else if (dpbf16) {
-    // x rounded to bf16, each row zero padded to a multiple of 32.
-    const int64_t ld = (K + 31) / 32 * 32;
-    prep.h.assign(static_cast<size_t>(M * ld), 0);
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t k = 0; k < K; ++k)
-        prep.h[m * ld + k] = f32_to_bf16(load_elem(x.data, x.dtype, m * x.stride + k));
-    a.x = prep.h.data();
-    a.x_stride = ld;
-    kernel = avx512::gemv_dpbf16;
+  a.prefetch = prefetch_bytes() > 0;
+  a.prefetch_bytes = prefetch_bytes();
+  if (x.dtype == DType::f32) {
+    a.x = x.ptr<const float>();
+    a.x_stride = x.stride;
   } else {
-    // Even elements, then odd ones, each padded with zeros to `half` (a multiple of 16 floats).
-    const int64_t half = ((K + 1) / 2 + 15) / 16 * 16;
-    prep.f.assign(static_cast<size_t>(M * 2 * half), 0.f);
-    for (int64_t m = 0; m < M; ++m) {
-      float* e = prep.f.data() + m * 2 * half;
-      for (int64_t k = 0; k < K; ++k)
-        e[(k & 1) * half + k / 2] = load_elem(x.data, x.dtype, m * x.stride + k);
-    }
-    a.x = prep.f.data();
-    a.x_stride = 2 * half;
-    a.half = half;
-    kernel = isa == Isa::avx512 ? avx512::gemv_bf16 : avx2::gemv_bf16;
+    x_buf.resize(static_cast<size_t>(M * K));
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t k = 0; k < K; ++k) x_buf[m * K + k] = load_elem(x.data, x.dtype, m * x.stride + k);
+    a.x = x_buf.data();
+    a.x_stride = K;
   }
-  // Chunks of rows taken dynamically: long enough to stream (>= 64 rows), enough of them that a
-  // thread preempted by another process does not hold up the whole op.
+  if (out.dtype == DType::f32) {
+    a.out = out.ptr<float>();
+    a.out_stride = out.stride;
+  } else {
+    out_buf.resize(static_cast<size_t>(M * N));
+    a.out = out_buf.data();
+    a.out_stride = N;
+  }
+  void (*kernel)(const LinArgs&, int64_t, int64_t) =
+      isa == Isa::avx512 ? avx512::linear_panels : avx2::linear_panels;
+  if (dpbf16) {
+    // x rounded to bf16, two k per 32-bit word (the high half 0 past an odd K).
+    const int64_t pairs = (K + 1) / 2;
+    pair_buf.resize(static_cast<size_t>(M * pairs));
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t kp = 0; kp < pairs; ++kp) {
+        const uint32_t lo = f32_to_bf16(a.x[m * a.x_stride + 2 * kp]);
+        const uint32_t hi = 2 * kp + 1 < K ? f32_to_bf16(a.x[m * a.x_stride + 2 * kp + 1]) : 0u;
+        pair_buf[m * pairs + kp] = lo | (hi << 16);
+      }
+    a.x_pairs = pair_buf.data();
+    a.x_pairs_stride = pairs;
+    kernel = avx512::linear_panels_dpbf16;
+  }
+  // Runs of panels taken dynamically: long enough to stream, a multiple of every kernel's panel
+  // group (4), and enough of them that a thread preempted by another process does not hold the
+  // op up.
   ThreadPool& pool = ThreadPool::global();
-  const int64_t chunk = std::clamp<int64_t>(N / (pool.size() * 8) / 16 * 16, 64, 4096);
-  pool.parallel_dynamic(N, chunk, [&](int64_t n0, int64_t n1, int) { kernel(a, n0, n1); });
+  const int64_t chunk = std::clamp<int64_t>(w.panels / (pool.size() * 8) / 4 * 4, 4, 256);
+  pool.parallel_dynamic(w.panels, chunk, [&](int64_t p0, int64_t p1, int) { kernel(a, p0, p1); });
+  if (out.dtype != DType::f32)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) store_elem(out.data, out.dtype, m * out.stride + n, out_buf[m * N + n]);
 }
 
 }  // namespace
@@ -127,18 +125,18 @@ void set_linear_path(LinearPath p) { forced_path() = p; }
 
 LinearPath linear_path_for(int64_t M, const CpuWeight& w) {
   const LinearPath f = forced_path();
-  if (f == LinearPath::gemv_dpbf16 && (w.dtype != DType::bf16 || active_isa() != Isa::avx512))
-    return LinearPath::gemv;
+  if (f == LinearPath::dpbf16 && (w.dtype != DType::bf16 || active_isa() != Isa::avx512))
+    return LinearPath::fma;
   if (f != LinearPath::automatic) return f;
-  return M >= kGemmMinRows ? LinearPath::gemm : LinearPath::gemv;
+  return LinearPath::fma;
 }
 
 void linear(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out) {
   if (active_isa() == Isa::scalar) return linear_scalar(x, w, bias, out);
   switch (linear_path_for(x.rows, w)) {
-    case LinearPath::gemm: return gemm_dnnl(x, w, bias, out);
-    case LinearPath::gemv_dpbf16: return gemv(x, w, bias, out, true);
-    default: return gemv(x, w, bias, out, false);
+    case LinearPath::onednn: return gemm_dnnl(x, w, bias, out);
+    case LinearPath::dpbf16: return linear_simd(x, w, bias, out, true);
+    default: return linear_simd(x, w, bias, out, false);
   }
 }
 

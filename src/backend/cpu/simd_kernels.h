@@ -7,26 +7,27 @@
 #include <cstdint>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_kernels.h"
 
 namespace tessera::cpu {
 
-// One GEMV call over rows [n0, n1) of W [N, K]: out[m, n] = x[m, :] . W[n, :] (+ bias[n]) for
-// every m < M. x arrives prepared in the layout the weight path wants (see linear.cpp):
-//  - f32 weights: f32 rows [M, x_stride];
-//  - bf16 weights, exact: per row the even elements then the odd ones, each padded with zeros to
-//    `half` floats (x_stride = 2 * half), so that bf16 pairs of W widen to f32 with one shift or
-//    one mask and meet their x without shuffles;
-//  - bf16 weights, vdpbf16ps: bf16 rows [M, x_stride] (x rounded to bf16, zero padded).
-struct GemvArgs {
+// One linear() call on the panel layout (cpu_kernels.h, CpuWeight): out[m, n] = x[m, :] . W[n, :]
+// (+ bias[n]) for every m < M and n < N; a kernel call covers panels [p0, p1) (outputs
+// [16 p0, 16 p1) clipped to N). out is f32 (the CPU backend's activations).
+struct LinArgs {
   const void* w = nullptr;
-  int64_t K = 0;
-  const void* x = nullptr;
-  int64_t x_stride = 0, half = 0;
+  DType w_dtype = DType::bf16;
+  int64_t K = 0, N = 0, panel_elems = 0;
+  const float* x = nullptr;  // f32 rows [M, x_stride]
+  int64_t x_stride = 0;
+  const uint32_t* x_pairs = nullptr;  // vdpbf16ps: x rounded to bf16, pairs [M, x_pairs_stride]
+  int64_t x_pairs_stride = 0;
   int M = 0;
   const float* bias = nullptr;
-  void* out = nullptr;
-  DType out_dtype = DType::f32;
+  float* out = nullptr;
   int64_t out_stride = 0;
+  bool prefetch = true;       // software prefetch on the first row tile
+  int prefetch_bytes = 1024;  // how far ahead in each panel's stream
 };
 
 // Attention over the paged KV cache for one work item: the q heads of one KV head, for a run of
@@ -70,8 +71,8 @@ struct AttnPartial {
 };
 
 #define TS_SIMD_KERNEL_DECLS                                                                     \
-  void gemv_f32(const GemvArgs& a, int64_t n0, int64_t n1);                                      \
-  void gemv_bf16(const GemvArgs& a, int64_t n0, int64_t n1);                                     \
+  void linear_panels(const LinArgs& a, int64_t p0, int64_t p1);                                  \
+  void widen_panels(const LinArgs& a, int64_t p0, int np, float* dst, int64_t ld);               \
   void attention_item(const AttnArgs& a, const AttnItem& it, AttnPartial* partial, float* out,    \
                       int64_t out_stride, float* scratch);                                      \
   void rms_norm_row(const float* x, const float* w, float eps, int64_t n, float* y);             \
@@ -81,15 +82,12 @@ struct AttnPartial {
                       const float* sinv);                                                        \
   void gated_act_row(const float* gate, const float* up, int64_t n, Activation act, float* out); \
   void softcap_row(float* x, int64_t n, float cap);                                              \
-  void scale_row(const void* src, DType src_dtype, int64_t n, float scale, bool round_bf16,      \
-                 float* out);                                                                    \
-  int64_t argmax(const float* x, int64_t n);                                                     \
-  void widen_bf16(const uint16_t* src, int64_t n, float* dst);
+  int64_t argmax(const float* x, int64_t n);
 
 namespace avx512 {
 TS_SIMD_KERNEL_DECLS
-// bf16 weights with vdpbf16ps: x rounded to bf16 (AVX512_BF16 only).
-void gemv_dpbf16(const GemvArgs& a, int64_t n0, int64_t n1);
+// bf16 weights with vdpbf16ps on x_pairs (AVX512_BF16 only).
+void linear_panels_dpbf16(const LinArgs& a, int64_t p0, int64_t p1);
 }  // namespace avx512
 namespace avx2 {
 TS_SIMD_KERNEL_DECLS

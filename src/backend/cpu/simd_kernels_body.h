@@ -3,14 +3,18 @@
 // define TS_SIMD_NS and include their traits header; nothing else includes it.
 #include "backend/cpu/activation_impl.h"
 #include "backend/cpu/attention_impl.h"
-#include "backend/cpu/gemv_impl.h"
 #include "backend/cpu/norm_impl.h"
+#include "backend/cpu/panel_impl.h"
 #include "backend/cpu/rope_impl.h"
 
 namespace tessera::cpu::TS_SIMD_NS {
 
-void gemv_f32(const GemvArgs& a, int64_t n0, int64_t n1) { simd::gemv_f32<Simd>(a, n0, n1); }
-void gemv_bf16(const GemvArgs& a, int64_t n0, int64_t n1) { simd::gemv_bf16<Simd>(a, n0, n1); }
+void linear_panels(const LinArgs& a, int64_t p0, int64_t p1) {
+  simd::linear_panels<Simd>(a, p0, p1);
+}
+void widen_panels(const LinArgs& a, int64_t p0, int np, float* dst, int64_t ld) {
+  simd::widen_panels<Simd>(a, p0, np, dst, ld);
+}
 void attention_item(const AttnArgs& a, const AttnItem& it, AttnPartial* partial, float* out,
                     int64_t out_stride, float* scratch) {
   simd::attention_item<Simd>(a, it, partial, out, out_stride, scratch);
@@ -30,11 +34,6 @@ void gated_act_row(const float* gate, const float* up, int64_t n, Activation act
   simd::gated_act_row<Simd>(gate, up, n, act, out);
 }
 void softcap_row(float* x, int64_t n, float cap) { simd::softcap_row<Simd>(x, n, cap); }
-void scale_row(const void* src, DType src_dtype, int64_t n, float scale, bool round_bf16,
-               float* out) {
-  simd::scale_row<Simd>(src, src_dtype, n, scale, round_bf16, out);
-}
 int64_t argmax(const float* x, int64_t n) { return simd::argmax<Simd>(x, n); }
-void widen_bf16(const uint16_t* src, int64_t n, float* dst) { simd::widen_bf16<Simd>(src, n, dst); }
 
 }  // namespace tessera::cpu::TS_SIMD_NS

@@ -1,0 +1,204 @@
+// linear() on the panel layout (cpu_kernels.h, CpuWeight): out[M, N] = x[M, K] W[N, K]^T, one
+// register-tiled kernel for every M. A block is MR rows of x times NP panels (16 output features
+// each); for every pair of k it widens each panel's 64-byte line to f32 in registers (one shift,
+// one mask: exact) and does 2 MR NP fp32 FMAs against broadcast x values, so
+//  - decode (M = 1, 2) streams W once at memory speed, NP panels = NP independent streams, with
+//    software prefetch a few lines ahead in each;
+//  - prefill (M large) runs MR = 12 rows by 2 panels (AVX-512; 24 accumulators), the panels
+//    staying in L2 while every row tile passes over them: FMA-bound.
+// Templates over a Simd traits class; instantiated in simd_avx512.cpp and simd_avx2.cpp.
+#pragma once
+
+#include <xmmintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "backend/cpu/simd_kernels.h"
+
+namespace tessera::cpu::simd {
+
+template <class S>
+struct PanelTile {
+  static constexpr int VP = 16 / S::W;                 // vectors per 16 outputs
+  static constexpr int kMaxRows = S::W == 16 ? 12 : 4;  // MR for big M
+  static constexpr int kBigPanels = S::W == 16 ? 2 : 1;
+  static constexpr int kSmallRows = S::W == 16 ? 2 : 1;  // M up to this streams more panels
+  static constexpr int kSmallPanels = S::W == 16 ? 4 : 2;
+};
+
+// Stores acc (one vector: outputs n .. n + W of row m) with bias, clipped to N.
+template <class S>
+void store_outputs(const LinArgs& a, int m, int64_t n, typename S::V acc) {
+  const int64_t valid = a.N - n;
+  if (valid <= 0) return;
+  float* o = a.out + m * a.out_stride + n;
+  if (valid >= S::W) {
+    if (a.bias) acc = S::add(acc, S::load(a.bias + n));
+    S::store(o, acc);
+  } else {
+    const int r = static_cast<int>(valid);
+    if (a.bias) acc = S::add(acc, S::load_partial(a.bias + n, r));
+    S::store_partial(o, acc, r);
+  }
+}
+
+// MR rows (from m0) x NP panels (from panel p), bf16 weights.
+template <class S, int MR, int NP>
+void block_bf16(const LinArgs& a, int64_t p, int m0, bool pf) {
+  using V = typename S::V;
+  constexpr int W = S::W, VP = PanelTile<S>::VP;
+  const uint16_t* wp = static_cast<const uint16_t*>(a.w) + p * a.panel_elems;
+  const float* x = a.x + m0 * a.x_stride;
+  V acc[MR][NP][VP];
+  for (int m = 0; m < MR; ++m)
+    for (int q = 0; q < NP; ++q)
+      for (int v = 0; v < VP; ++v) acc[m][q][v] = S::zero();
+  const int64_t pairs = a.K / 2;  // whole pairs; an odd K leaves one k for the tail below
+  auto step = [&](int64_t kp, const float* x0p, bool odd_valid) {
+    V e[NP][VP], o[NP][VP];
+    for (int q = 0; q < NP; ++q) {
+      const uint16_t* line = wp + q * a.panel_elems + kp * 2 * kPanel;
+      if (pf) _mm_prefetch(reinterpret_cast<const char*>(line) + a.prefetch_bytes, _MM_HINT_T0);
+      for (int v = 0; v < VP; ++v) S::bf16_pairs(line + v * 2 * W, e[q][v], o[q][v]);
+    }
+    for (int m = 0; m < MR; ++m) {
+      const V x0 = S::set1(x0p[m * a.x_stride]);
+      const V x1 = odd_valid ? S::set1(x0p[m * a.x_stride + 1]) : S::zero();
+      for (int q = 0; q < NP; ++q)
+        for (int v = 0; v < VP; ++v) {
+          acc[m][q][v] = S::fmadd(e[q][v], x0, acc[m][q][v]);
+          acc[m][q][v] = S::fmadd(o[q][v], x1, acc[m][q][v]);
+        }
+    }
+  };
+  for (int64_t kp = 0; kp < pairs; ++kp) step(kp, x + 2 * kp, true);
+  if (a.K % 2) step(pairs, x + 2 * pairs, false);
+  for (int m = 0; m < MR; ++m)
+    for (int q = 0; q < NP; ++q)
+      for (int v = 0; v < VP; ++v)
+        store_outputs<S>(a, m0 + m, (p + q) * kPanel + v * W, acc[m][q][v]);
+}
+
+// The same over f32 panels ([K][16] each).
+template <class S, int MR, int NP>
+void block_f32(const LinArgs& a, int64_t p, int m0, bool pf) {
+  using V = typename S::V;
+  constexpr int W = S::W, VP = PanelTile<S>::VP;
+  const float* wp = static_cast<const float*>(a.w) + p * a.panel_elems;
+  const float* x = a.x + m0 * a.x_stride;
+  V acc[MR][NP][VP];
+  for (int m = 0; m < MR; ++m)
+    for (int q = 0; q < NP; ++q)
+      for (int v = 0; v < VP; ++v) acc[m][q][v] = S::zero();
+  for (int64_t k = 0; k < a.K; ++k) {
+    V w[NP][VP];
+    for (int q = 0; q < NP; ++q) {
+      const float* line = wp + q * a.panel_elems + k * kPanel;
+      if (pf) _mm_prefetch(reinterpret_cast<const char*>(line) + a.prefetch_bytes, _MM_HINT_T0);
+      for (int v = 0; v < VP; ++v) w[q][v] = S::load(line + v * W);
+    }
+    for (int m = 0; m < MR; ++m) {
+      const V xk = S::set1(x[m * a.x_stride + k]);
+      for (int q = 0; q < NP; ++q)
+        for (int v = 0; v < VP; ++v) acc[m][q][v] = S::fmadd(w[q][v], xk, acc[m][q][v]);
+    }
+  }
+  for (int m = 0; m < MR; ++m)
+    for (int q = 0; q < NP; ++q)
+      for (int v = 0; v < VP; ++v)
+        store_outputs<S>(a, m0 + m, (p + q) * kPanel + v * W, acc[m][q][v]);
+}
+
+template <class S, int NP, template <class, int, int> class Block>
+void rows_of(const LinArgs& a, int64_t p, int m0, int mr, bool pf) {
+  switch (mr) {
+#define TS_PANEL_CASE(R) \
+  case R: Block<S, R, NP>::run(a, p, m0, pf); return;
+    TS_PANEL_CASE(1)
+    TS_PANEL_CASE(2)
+    TS_PANEL_CASE(3)
+    TS_PANEL_CASE(4)
+#undef TS_PANEL_CASE
+    default: break;
+  }
+  if constexpr (PanelTile<S>::kMaxRows > 4) {
+    switch (mr) {
+#define TS_PANEL_CASE(R) \
+  case R: Block<S, R, NP>::run(a, p, m0, pf); return;
+      TS_PANEL_CASE(5)
+      TS_PANEL_CASE(6)
+      TS_PANEL_CASE(7)
+      TS_PANEL_CASE(8)
+      TS_PANEL_CASE(9)
+      TS_PANEL_CASE(10)
+      TS_PANEL_CASE(11)
+      TS_PANEL_CASE(12)
+#undef TS_PANEL_CASE
+      default: break;
+    }
+  }
+}
+
+// All M rows over NP panels from p: row tiles of kMaxRows; only the first pass prefetches (the
+// panels are in L2 for the others).
+template <class S, int NP, template <class, int, int> class Block>
+void panel_group(const LinArgs& a, int64_t p) {
+  constexpr int MR = PanelTile<S>::kMaxRows;
+  for (int m0 = 0; m0 < a.M; m0 += MR) rows_of<S, NP, Block>(a, p, m0, std::min(MR, a.M - m0), a.prefetch && m0 == 0);
+}
+
+template <class S, template <class, int, int> class Block>
+void panels_range(const LinArgs& a, int64_t p0, int64_t p1) {
+  using T = PanelTile<S>;
+  int64_t p = p0;
+  if (a.M <= T::kSmallRows) {
+    for (; p + T::kSmallPanels <= p1; p += T::kSmallPanels) panel_group<S, T::kSmallPanels, Block>(a, p);
+  } else {
+    for (; p + T::kBigPanels <= p1; p += T::kBigPanels) panel_group<S, T::kBigPanels, Block>(a, p);
+  }
+  for (; p < p1; ++p) panel_group<S, 1, Block>(a, p);
+}
+
+template <class S, int MR, int NP>
+struct Bf16Block {
+  static void run(const LinArgs& a, int64_t p, int m0, bool pf) { block_bf16<S, MR, NP>(a, p, m0, pf); }
+};
+template <class S, int MR, int NP>
+struct F32Block {
+  static void run(const LinArgs& a, int64_t p, int m0, bool pf) { block_f32<S, MR, NP>(a, p, m0, pf); }
+};
+
+template <class S>
+void linear_panels(const LinArgs& a, int64_t p0, int64_t p1) {
+  if (a.w_dtype == DType::bf16) {
+    panels_range<S, Bf16Block>(a, p0, p1);
+  } else {
+    panels_range<S, F32Block>(a, p0, p1);
+  }
+}
+
+// oneDNN's input: panels [p0, p0 + np) widened to f32 rows [K, ld] (ld >= 16 np), B in 'N' form.
+template <class S>
+void widen_panels(const LinArgs& a, int64_t p0, int np, float* dst, int64_t ld) {
+  constexpr int W = S::W, VP = PanelTile<S>::VP;
+  for (int q = 0; q < np; ++q) {
+    float* d = dst + q * kPanel;
+    if (a.w_dtype == DType::bf16) {
+      const uint16_t* wp = static_cast<const uint16_t*>(a.w) + (p0 + q) * a.panel_elems;
+      for (int64_t kp = 0; kp < (a.K + 1) / 2; ++kp)
+        for (int v = 0; v < VP; ++v) {
+          typename S::V e, o;
+          S::bf16_pairs(wp + kp * 2 * kPanel + v * 2 * W, e, o);
+          S::store(d + (2 * kp) * ld + v * W, e);
+          if (2 * kp + 1 < a.K) S::store(d + (2 * kp + 1) * ld + v * W, o);
+        }
+    } else {
+      const float* wp = static_cast<const float*>(a.w) + (p0 + q) * a.panel_elems;
+      for (int64_t k = 0; k < a.K; ++k)
+        for (int v = 0; v < VP; ++v) S::store(d + k * ld + v * W, S::load(wp + k * kPanel + v * W));
+    }
+  }
+}
+
+}  // namespace tessera::cpu::simd
