@@ -162,5 +162,39 @@ TEST(CpuAttention, HeadDimsTheSimdPathHandsBack) {
   check({2, 2, 8, 16, DType::bf16, 0, 0.f, {{0, 4}}}, "head_dim 8");
 }
 
+// kv_store into a bf16 cache rounds exactly as f32_to_bf16 (nearest even, NaN kept, ties), and
+// leaves every slot it was not asked to write alone.
+TEST(CpuAttention, KvStoreRoundsLikeScalar) {
+  const int nh = 2, nkv = 1, hd = 40, T = 3;
+  const int cols = (nh + 2 * nkv) * hd;
+  auto qkv = random_floats(static_cast<size_t>(T * cols), 99, -3.f, 3.f);
+  // Ties (exactly halfway between two bf16 values), infinities, NaN, subnormals.
+  qkv[nh * hd + 0] = 1.0f + std::ldexp(1.0f, -8);
+  qkv[nh * hd + 1] = 1.0f + 3 * std::ldexp(1.0f, -8);
+  qkv[nh * hd + 2] = std::numeric_limits<float>::infinity();
+  qkv[nh * hd + 3] = std::numeric_limits<float>::quiet_NaN();
+  qkv[nh * hd + 4] = 1e-40f;
+  const std::vector<int32_t> slots = {5, -1, 0};
+  auto run = [&] {
+    std::vector<uint16_t> k(8 * nkv * hd, 0xBEEF), v(k.size(), 0xBEEF);
+    KvLayerView kv{k.data(), v.data(), DType::bf16, 1, 8, nkv, hd};
+    kv_store(Tensor{qkv.data(), DType::f32, T, cols, cols}, nh, nkv, hd, kv, slots.data());
+    k.insert(k.end(), v.begin(), v.end());
+    return k;
+  };
+  std::vector<uint16_t> ref;
+  {
+    IsaScope s(Isa::scalar);
+    ref = run();
+  }
+  EXPECT_EQ(ref[5 * hd + 0], f32_to_bf16(1.0f));
+  EXPECT_EQ(ref[5 * hd + 1], f32_to_bf16(1.0f + std::ldexp(1.0f, -6)));
+  EXPECT_EQ(ref[1 * hd], 0xBEEF);  // slot 1 not written
+  for (Isa isa : simd_isas()) {
+    IsaScope s(isa);
+    EXPECT_EQ(run(), ref) << isa_name(isa);
+  }
+}
+
 }  // namespace
 }  // namespace tessera::cpu::test

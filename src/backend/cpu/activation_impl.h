@@ -42,6 +42,18 @@ void softcap_row(float* x, int64_t n, float cap) {
   map_row<S>(x, n, x, [&](V v, int64_t, int) { return S::mul(tanh<S>(S::div(v, c)), c); });
 }
 
+// dst = bf16(src), round to nearest even as f32_to_bf16 (core/dtype.h).
+template <class S>
+void round_to_bf16(const float* src, int64_t n, uint16_t* dst) {
+  constexpr int W = S::W;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) S::store_bf16(dst + i, S::load(src + i));
+  if (i < n) {
+    const int r = static_cast<int>(n - i);
+    S::store_bf16_partial(dst + i, S::load_partial(src + i, r), r);
+  }
+}
+
 // The index of the first maximum (NaN never wins, except at index 0 as in the scalar loop).
 template <class S>
 int64_t argmax(const float* x, int64_t n) {

@@ -92,6 +92,12 @@ void kv_store(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv,
     if (slot < 0) continue;
     const int64_t kbase = t * qkv.stride + static_cast<int64_t>(nh) * hd;
     const int64_t vbase = kbase + per_slot;
+    if (qkv.dtype == DType::f32 && kv.dtype == DType::bf16 && active_isa() != Isa::scalar) {
+      auto round = active_isa() == Isa::avx512 ? avx512::round_to_bf16 : avx2::round_to_bf16;
+      round(qkv.ptr<const float>() + kbase, per_slot, static_cast<uint16_t*>(kv.k) + slot * per_slot);
+      round(qkv.ptr<const float>() + vbase, per_slot, static_cast<uint16_t*>(kv.v) + slot * per_slot);
+      continue;
+    }
     if (qkv.dtype == kv.dtype) {
       const size_t es = dtype_size(kv.dtype);
       std::memcpy(static_cast<char*>(kv.k) + slot * per_slot * es,

@@ -82,7 +82,8 @@ struct AttnPartial {
                       const float* sinv);                                                        \
   void gated_act_row(const float* gate, const float* up, int64_t n, Activation act, float* out); \
   void softcap_row(float* x, int64_t n, float cap);                                              \
-  int64_t argmax(const float* x, int64_t n);
+  int64_t argmax(const float* x, int64_t n);                                                     \
+  void round_to_bf16(const float* src, int64_t n, uint16_t* dst);
 
 namespace avx512 {
 TS_SIMD_KERNEL_DECLS

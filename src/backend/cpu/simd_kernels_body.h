@@ -35,5 +35,8 @@ void gated_act_row(const float* gate, const float* up, int64_t n, Activation act
 }
 void softcap_row(float* x, int64_t n, float cap) { simd::softcap_row<Simd>(x, n, cap); }
 int64_t argmax(const float* x, int64_t n) { return simd::argmax<Simd>(x, n); }
+void round_to_bf16(const float* src, int64_t n, uint16_t* dst) {
+  simd::round_to_bf16<Simd>(src, n, dst);
+}
 
 }  // namespace tessera::cpu::TS_SIMD_NS
