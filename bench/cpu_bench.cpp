@@ -156,32 +156,38 @@ void run_model(const Options& o) {
   DirectRunner runner(*model, o.prompt + o.decode + 8);
   std::vector<std::vector<int32_t>> batch(1);
 
-  // Prefill.
-  std::vector<double> pre;
+  // Prefill. Besides wall time, the CPU seconds per run over the thread count: on a machine
+  // other processes share, wall / (cpu / threads) says how much of the cores this run had.
+  const int threads = ThreadPool::global().size();
+  std::vector<double> pre, pre_cpu;
   for (int r = 0; r < o.reps + 1; ++r) {
     runner.reset();
     batch[0] = prompt;
-    const double t0 = now_s();
+    const double t0 = now_s(), c0 = process_cpu_s();
     runner.step(batch, false);
-    if (r > 0) pre.push_back(now_s() - t0);  // the first run warms up oneDNN's JIT and the pages
+    if (r > 0) {  // the first run warms up the pages and caches
+      pre.push_back(now_s() - t0);
+      pre_cpu.push_back((process_cpu_s() - c0) / threads);
+    }
   }
-  const double pre_s = median(pre);
+  const double pre_s = median(pre), pre_c = median(pre_cpu);
+  const double linear_flop =
+      2.0 * static_cast<double>(info.parameter_count - int64_t{info.vocab_size} * info.hidden_size) *
+      o.prompt;
   std::printf("prefill %d tokens: %.1f ms, %.1f tokens/s, %.0f GFLOP/s in linear layers "
-              "(median of %d)\n",
-              o.prompt, pre_s * 1e3, o.prompt / pre_s,
-              2.0 * static_cast<double>(info.parameter_count - int64_t{info.vocab_size} * info.hidden_size) *
-                  o.prompt / pre_s / 1e9,
-              o.reps);
+              "(median of %d; CPU-time/threads %.1f ms -> %.1f tokens/s)\n",
+              o.prompt, pre_s * 1e3, o.prompt / pre_s, linear_flop / pre_s / 1e9, o.reps,
+              pre_c * 1e3, o.prompt / pre_c);
 
   // Decode: greedy, one token per step, after a fresh prefill each run.
-  std::vector<double> run_tps, step_med;
+  std::vector<double> run_tps, step_med, run_cpu_tps;
   for (int r = 0; r < o.reps; ++r) {
     runner.reset();
     batch[0] = prompt;
     auto lg = runner.step(batch, false);
     int next = argmax_row(lg[0][0]);
     std::vector<double> steps;
-    const double t0 = now_s();
+    const double t0 = now_s(), c0 = process_cpu_s();
     for (int i = 0; i < o.decode; ++i) {
       batch[0] = {next};
       const double ts = now_s();
@@ -190,12 +196,14 @@ void run_model(const Options& o) {
       steps.push_back(now_s() - ts);
     }
     run_tps.push_back(o.decode / (now_s() - t0));
+    run_cpu_tps.push_back(o.decode / ((process_cpu_s() - c0) / threads));
     step_med.push_back(median(steps));
   }
   const double tps = median(run_tps), step_s = median(step_med);
   std::printf("decode %d tokens after a %d-token prompt: %.2f tokens/s (median of %d runs; median "
-              "step %.2f ms), %.1f GB/s of weights\n",
-              o.decode, o.prompt, tps, o.reps, step_s * 1e3, bytes_per_token * tps / 1e9);
+              "step %.2f ms), %.1f GB/s of weights (CPU-time/threads: %.2f tokens/s)\n",
+              o.decode, o.prompt, tps, o.reps, step_s * 1e3, bytes_per_token * tps / 1e9,
+              median(run_cpu_tps));
 
   // Where the time goes: one profiled decode run and one profiled prefill.
   runner.reset();

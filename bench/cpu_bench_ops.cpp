@@ -1,6 +1,8 @@
 // Op micro-benchmarks of the CPU backend on the Gemma-3-1B shapes (hidden 1152, 4 q heads, 1 KV
 // head of 256, intermediate 6912, vocab 262144), through the ComputeBackend interface exactly as
 // the model calls it, on all pool threads. Each figure is the median of `reps` timed loops.
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <vector>
 
@@ -9,6 +11,13 @@
 #include "cpu_bench_util.h"
 
 namespace tessera::bench {
+
+double process_cpu_s() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
 
 void fill_random(float* p, int64_t n, uint64_t seed) {
   uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
