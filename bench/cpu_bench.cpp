@@ -1,7 +1,7 @@
 // tessera_cpu_bench: CPU decode and prefill speed of a model (Gemma-3-1B in bf16 by default) on
 // all the threads of the pool, with where the time goes, plus op micro-benchmarks.
 //   tessera_cpu_bench [--model DIR] [--prompt 128] [--decode 64] [--reps 3] [--no-ops] [--ops-only]
-//                     [--only pool|small|attention|gemv|rows]
+//                     [--only pool|small|attention|gemv|rows|kernel]
 // Figures are medians over --reps runs (other processes share the cores). Decode GB/s counts the
 // bytes of weights one token reads (every linear weight once, the tied LM head included).
 #include <cstdio>
@@ -65,7 +65,7 @@ Options parse(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: tessera_cpu_bench [--model DIR] [--prompt N] [--decode N] [--reps N] "
-                   "[--no-ops] [--ops-only] [--only pool|small|attention|gemv|rows]\n"
+                   "[--no-ops] [--ops-only] [--only pool|small|attention|gemv|rows|kernel]\n"
                    "(unknown option '%s')\n",
                    a.c_str());
       std::exit(2);

@@ -2,11 +2,13 @@
 // head of 256, intermediate 6912, vocab 262144), through the ComputeBackend interface exactly as
 // the model calls it, on all pool threads. Each figure is the median of `reps` timed loops.
 #include <sys/resource.h>
+#include <time.h>
 
 #include <cstdio>
 #include <vector>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/simd_kernels.h"
 #include "core/thread_pool.h"
 #include "cpu_bench_util.h"
 
@@ -243,6 +245,58 @@ void bench_small_ops(ComputeBackend& be, int reps) {
   std::printf("    %-34s %8.2f us\n", "sample greedy [1 x 262144]", t / 100 * 1e6);
 }
 
+// One thread, timed in thread CPU seconds: the panel kernel's efficiency whatever else shares
+// the machine (other processes only stretch the wall time). Peak fp32 FMA on one core is
+// 2 x 16 lanes x 2 flops per cycle.
+double thread_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+void bench_kernel(ComputeBackend& be, int reps) {
+  if (cpu::active_isa() != cpu::Isa::avx512) return;
+  std::printf("  panel kernel on one thread, per CPU second (AVX-512, fp32 FMA, bf16 weights):\n");
+  struct Shape {
+    const char* name;
+    int64_t n, k;
+  };
+  std::vector<float> xs, os, xp;
+  for (const Shape& s : {Shape{"gate_up", 13824, 1152}, Shape{"down", 1152, 6912}}) {
+    auto w = make_weight(be, s.n, s.k, DType::bf16, 9);
+    const auto& cw = static_cast<const cpu::CpuWeight&>(*w);
+    for (int M : {1, 4, 12, 128}) {
+      host_tensor(xs, M, s.k, 3);
+      host_tensor(os, M, s.n, 4);
+      cpu::LinArgs a;
+      a.w = cw.data();
+      a.w_dtype = DType::bf16;
+      a.K = s.k;
+      a.N = s.n;
+      a.panel_elems = cw.panel_elems;
+      a.x = xs.data();
+      a.x_stride = s.k;
+      a.M = M;
+      a.out = os.data();
+      a.out_stride = s.n;
+      if (M >= cpu::avx512::packed_x_min_rows()) {
+        xp.resize(static_cast<size_t>(M * (s.k + 1) / 2 * 2 + M * 2));
+        cpu::avx512::pack_x(xs.data(), s.k, M, s.k, xp.data());
+        a.xp = xp.data();
+      }
+      std::vector<double> t;
+      for (int r = 0; r < reps + 1; ++r) {
+        const double c0 = thread_cpu_s();
+        cpu::avx512::linear_panels(a, 0, cw.panels);
+        if (r > 0) t.push_back(thread_cpu_s() - c0);
+      }
+      const double sec = median(t);
+      std::printf("    %-8s M=%4d  %8.3f ms  %6.1f GFLOP/s  %6.1f GB/s of weights\n", s.name, M,
+                  sec * 1e3, 2.0 * M * s.n * s.k / sec / 1e9, 2.0 * s.n * s.k / sec / 1e9);
+    }
+  }
+}
+
 }  // namespace
 
 void run_op_benchmarks(int reps, const std::string& only) {
@@ -254,6 +308,7 @@ void run_op_benchmarks(int reps, const std::string& only) {
   if (want("attention")) bench_attention(*be, reps);
   if (want("gemv")) bench_gemv(*be, reps);
   if (want("rows")) bench_linear_rows(*be, reps);
+  if (want("kernel")) bench_kernel(*be, reps);
 }
 
 }  // namespace tessera::bench

@@ -122,7 +122,7 @@ class TimingBackend final : public ComputeBackend {
 };
 
 // Op micro-benchmarks on the Gemma-3-1B shapes (cpu_bench_ops.cpp); `only` names one group
-// (pool, small, attention, gemv, rows) or is empty for all.
+// (pool, small, attention, gemv, rows, kernel) or is empty for all.
 void run_op_benchmarks(int reps, const std::string& only);
 
 }  // namespace tessera::bench

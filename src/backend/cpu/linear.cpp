@@ -62,7 +62,7 @@ void linear_scalar(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out)
 void linear_simd(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out, bool dpbf16) {
   const Isa isa = active_isa();
   const int64_t M = x.rows, K = x.cols, N = w.rows;
-  thread_local std::vector<float> x_buf, out_buf;
+  thread_local std::vector<float> x_buf, out_buf, xp_buf;
   thread_local std::vector<uint32_t> pair_buf;
   LinArgs a;
   a.w = w.data();
@@ -83,6 +83,12 @@ void linear_simd(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out, b
       for (int64_t k = 0; k < K; ++k) x_buf[m * K + k] = load_elem(x.data, x.dtype, m * x.stride + k);
     a.x = x_buf.data();
     a.x_stride = K;
+  }
+  const int min_packed = isa == Isa::avx512 ? avx512::packed_x_min_rows() : avx2::packed_x_min_rows();
+  if (!dpbf16 && M >= min_packed) {
+    xp_buf.resize(static_cast<size_t>(M * ((K + 1) / 2 * 2)));
+    (isa == Isa::avx512 ? avx512::pack_x : avx2::pack_x)(a.x, a.x_stride, a.M, K, xp_buf.data());
+    a.xp = xp_buf.data();
   }
   if (out.dtype == DType::f32) {
     a.out = out.ptr<float>();

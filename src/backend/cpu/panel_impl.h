@@ -43,19 +43,34 @@ void store_outputs(const LinArgs& a, int m, int64_t n, typename S::V acc) {
   }
 }
 
+// x rows [M, stride] into the packed layout (LinArgs::xp): tiles of kMaxRows rows.
+template <class S>
+void pack_x(const float* x, int64_t stride, int M, int64_t K, float* dst) {
+  constexpr int MR = PanelTile<S>::kMaxRows;
+  const int64_t pairs = (K + 1) / 2;
+  for (int m0 = 0; m0 < M; m0 += MR) {
+    const int mr = std::min(MR, M - m0);
+    float* t = dst + int64_t{m0} * 2 * pairs;
+    for (int m = 0; m < mr; ++m) {
+      const float* row = x + (m0 + m) * stride;
+      for (int64_t k = 0; k < K; ++k) t[(k / 2) * 2 * mr + 2 * m + (k % 2)] = row[k];
+      if (K % 2) t[(pairs - 1) * 2 * mr + 2 * m + 1] = 0.f;
+    }
+  }
+}
+
 // MR rows (from m0) x NP panels (from panel p), bf16 weights.
 template <class S, int MR, int NP>
 void block_bf16(const LinArgs& a, int64_t p, int m0, bool pf) {
   using V = typename S::V;
   constexpr int W = S::W, VP = PanelTile<S>::VP;
   const uint16_t* wp = static_cast<const uint16_t*>(a.w) + p * a.panel_elems;
-  const float* x = a.x + m0 * a.x_stride;
   V acc[MR][NP][VP];
   for (int m = 0; m < MR; ++m)
     for (int q = 0; q < NP; ++q)
       for (int v = 0; v < VP; ++v) acc[m][q][v] = S::zero();
-  const int64_t pairs = a.K / 2;  // whole pairs; an odd K leaves one k for the tail below
-  auto step = [&](int64_t kp, const float* x0p, bool odd_valid) {
+  // x0(m), x1(m): the pair's two x values of row m.
+  auto step = [&](int64_t kp, auto x0, auto x1) {
     V e[NP][VP], o[NP][VP];
     for (int q = 0; q < NP; ++q) {
       const uint16_t* line = wp + q * a.panel_elems + kp * 2 * kPanel;
@@ -63,17 +78,29 @@ void block_bf16(const LinArgs& a, int64_t p, int m0, bool pf) {
       for (int v = 0; v < VP; ++v) S::bf16_pairs(line + v * 2 * W, e[q][v], o[q][v]);
     }
     for (int m = 0; m < MR; ++m) {
-      const V x0 = S::set1(x0p[m * a.x_stride]);
-      const V x1 = odd_valid ? S::set1(x0p[m * a.x_stride + 1]) : S::zero();
+      const V xe = S::set1(x0(m)), xo = S::set1(x1(m));
       for (int q = 0; q < NP; ++q)
         for (int v = 0; v < VP; ++v) {
-          acc[m][q][v] = S::fmadd(e[q][v], x0, acc[m][q][v]);
-          acc[m][q][v] = S::fmadd(o[q][v], x1, acc[m][q][v]);
+          acc[m][q][v] = S::fmadd(e[q][v], xe, acc[m][q][v]);
+          acc[m][q][v] = S::fmadd(o[q][v], xo, acc[m][q][v]);
         }
     }
   };
-  for (int64_t kp = 0; kp < pairs; ++kp) step(kp, x + 2 * kp, true);
-  if (a.K % 2) step(pairs, x + 2 * pairs, false);
+  const int64_t pairs = (a.K + 1) / 2;
+  if (a.xp) {
+    // Packed: one pointer, constant offsets (no per-row address registers).
+    const float* t = a.xp + int64_t{m0} * 2 * pairs;
+    for (int64_t kp = 0; kp < pairs; ++kp, t += 2 * MR)
+      step(kp, [&](int m) { return t[2 * m]; }, [&](int m) { return t[2 * m + 1]; });
+  } else {
+    const float* x = a.x + m0 * a.x_stride;
+    const int64_t whole = a.K / 2;
+    for (int64_t kp = 0; kp < whole; ++kp)
+      step(kp, [&](int m) { return x[m * a.x_stride + 2 * kp]; },
+           [&](int m) { return x[m * a.x_stride + 2 * kp + 1]; });
+    if (a.K % 2)  // the last k pairs with the zero padding of W
+      step(whole, [&](int m) { return x[m * a.x_stride + 2 * whole]; }, [](int) { return 0.f; });
+  }
   for (int m = 0; m < MR; ++m)
     for (int q = 0; q < NP; ++q)
       for (int v = 0; v < VP; ++v)
@@ -86,12 +113,11 @@ void block_f32(const LinArgs& a, int64_t p, int m0, bool pf) {
   using V = typename S::V;
   constexpr int W = S::W, VP = PanelTile<S>::VP;
   const float* wp = static_cast<const float*>(a.w) + p * a.panel_elems;
-  const float* x = a.x + m0 * a.x_stride;
   V acc[MR][NP][VP];
   for (int m = 0; m < MR; ++m)
     for (int q = 0; q < NP; ++q)
       for (int v = 0; v < VP; ++v) acc[m][q][v] = S::zero();
-  for (int64_t k = 0; k < a.K; ++k) {
+  auto step = [&](int64_t k, auto xk_of) {
     V w[NP][VP];
     for (int q = 0; q < NP; ++q) {
       const float* line = wp + q * a.panel_elems + k * kPanel;
@@ -99,10 +125,19 @@ void block_f32(const LinArgs& a, int64_t p, int m0, bool pf) {
       for (int v = 0; v < VP; ++v) w[q][v] = S::load(line + v * W);
     }
     for (int m = 0; m < MR; ++m) {
-      const V xk = S::set1(x[m * a.x_stride + k]);
+      const V xk = S::set1(xk_of(m));
       for (int q = 0; q < NP; ++q)
         for (int v = 0; v < VP; ++v) acc[m][q][v] = S::fmadd(w[q][v], xk, acc[m][q][v]);
     }
+  };
+  if (a.xp) {
+    const int64_t pairs = (a.K + 1) / 2;
+    const float* t = a.xp + int64_t{m0} * 2 * pairs;
+    for (int64_t k = 0; k < a.K; ++k)
+      step(k, [&](int m) { return t[(k / 2) * 2 * MR + 2 * m + (k % 2)]; });
+  } else {
+    const float* x = a.x + m0 * a.x_stride;
+    for (int64_t k = 0; k < a.K; ++k) step(k, [&](int m) { return x[m * a.x_stride + k]; });
   }
   for (int m = 0; m < MR; ++m)
     for (int q = 0; q < NP; ++q)

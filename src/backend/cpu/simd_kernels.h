@@ -20,6 +20,10 @@ struct LinArgs {
   int64_t K = 0, N = 0, panel_elems = 0;
   const float* x = nullptr;  // f32 rows [M, x_stride]
   int64_t x_stride = 0;
+  // x packed by pack_x (M above a few rows): tile t of the ISA's row tile holds rows
+  // [t MR, t MR + mr) as [K2 / 2][mr][2] (K2 = K rounded up to even, padded with 0), so that a
+  // block's broadcasts read one stream at constant offsets.
+  const float* xp = nullptr;
   const uint32_t* x_pairs = nullptr;  // vdpbf16ps: x rounded to bf16, pairs [M, x_pairs_stride]
   int64_t x_pairs_stride = 0;
   int M = 0;
@@ -72,6 +76,8 @@ struct AttnPartial {
 
 #define TS_SIMD_KERNEL_DECLS                                                                     \
   void linear_panels(const LinArgs& a, int64_t p0, int64_t p1);                                  \
+  int packed_x_min_rows();                                                                       \
+  void pack_x(const float* x, int64_t stride, int M, int64_t K, float* dst);                     \
   void widen_panels(const LinArgs& a, int64_t p0, int np, float* dst, int64_t ld);               \
   void attention_item(const AttnArgs& a, const AttnItem& it, AttnPartial* partial, float* out,    \
                       int64_t out_stride, float* scratch);                                      \
