@@ -4,6 +4,9 @@
 //                     [--only pool|small|attention|gemv|rows|kernel]
 // Figures are medians over --reps runs (other processes share the cores). Decode GB/s counts the
 // bytes of weights one token reads (every linear weight once, the tied LM head included).
+#include <immintrin.h>
+
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -82,24 +85,43 @@ std::string cpu_model() {
   return "unknown CPU";
 }
 
-// What both threads can read from DRAM: a 1 GiB buffer summed once per run (the decode ceiling).
+// Sums [b, e) of buf as 4 interleaved streams with AVX2 loads and software prefetch (the access
+// pattern that read fastest in the NOTES-cpu.md experiments).
+__attribute__((target("avx2"))) uint64_t sum_avx2(const uint64_t* buf, int64_t b, int64_t e) {
+  const int64_t part = (e - b) / 4 / 8 * 8;
+  __m256i s[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                  _mm256_setzero_si256()};
+  for (int64_t i = 0; i < part; i += 8)
+    for (int j = 0; j < 4; ++j) {
+      const uint64_t* p = buf + b + j * part + i;
+      _mm_prefetch(reinterpret_cast<const char*>(p) + 2048, _MM_HINT_T0);
+      s[j] = _mm256_add_epi64(s[j], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+      s[j] = _mm256_add_epi64(s[j], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4)));
+    }
+  alignas(32) uint64_t out[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(out), _mm256_add_epi64(_mm256_add_epi64(s[0], s[1]),
+                                                                        _mm256_add_epi64(s[2], s[3])));
+  return out[0] + out[1] + out[2] + out[3];
+}
+
+// What all threads can read from DRAM: a 1 GiB buffer summed once per run (the decode ceiling).
 double read_bandwidth(int reps) {
   const int64_t n = (int64_t{1} << 30) / 8;
   std::vector<uint64_t> buf(static_cast<size_t>(n));
   ThreadPool::global().parallel_for(n, [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; ++i) buf[i] = static_cast<uint64_t>(i);
   });
-  volatile uint64_t sink = 0;
+  const bool avx2 = __builtin_cpu_supports("avx2");
+  std::atomic<uint64_t> sink{0};
   const double t = time_median(reps, [&] {
     ThreadPool::global().parallel_for(n, [&](int64_t b, int64_t e, int) {
-      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-      for (int64_t i = b; i + 4 <= e; i += 4) {
-        s0 += buf[i];
-        s1 += buf[i + 1];
-        s2 += buf[i + 2];
-        s3 += buf[i + 3];
+      uint64_t s = 0;
+      if (avx2) {
+        s = sum_avx2(buf.data(), b, e);
+      } else {
+        for (int64_t i = b; i < e; ++i) s += buf[i];
       }
-      sink = sink + s0 + s1 + s2 + s3;
+      sink += s;
     });
   });
   return static_cast<double>(n * 8) / t / 1e9;

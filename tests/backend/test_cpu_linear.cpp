@@ -52,7 +52,8 @@ const Case kCases[] = {
     {130, 100, 333},   // prefill, K not a multiple of 16 or 32
     {2, 33, 31},       // tiny, K < one vector pair
     {5, 7, 1},         // K = 1
-    {16, 257, 2305},   // K above one widening tile column span
+    {16, 257, 2305},   // odd K, above one oneDNN tile
+    {130, 40, 2305},   // K split in blocks (partial sums kept in out), odd K in the last block
 };
 
 TEST(CpuLinear, SimdPathsMatchScalar) {
@@ -87,6 +88,33 @@ TEST(CpuLinear, SimdPathsMatchScalar) {
             expect_rows_near(ref, run(c, *weight, x, b), c.M, c.N, c.N + 5, tol, what);
           }
         }
+      }
+    }
+  }
+}
+
+// K cut in many blocks (partial sums kept in out between blocks), for every row count.
+TEST(CpuLinear, KBlocksMatchScalar) {
+  auto be = make_cpu_backend();
+  for (DType wdt : {DType::f32, DType::bf16}) {
+    for (const Case& c : {Case{1, 40, 33}, Case{3, 40, 33}, Case{130, 40, 301}}) {
+      const auto w = random_floats(static_cast<size_t>(c.N * c.K), 71);
+      const auto x = random_floats(static_cast<size_t>(c.M * c.K), 72);
+      const auto bias = random_floats(static_cast<size_t>(c.N), 73);
+      auto weight = upload(*be, w, c.N, c.K, wdt);
+      std::vector<float> ref;
+      {
+        IsaScope s(Isa::scalar);
+        ref = run(c, *weight, x, &bias);
+      }
+      for (Isa isa : simd_isas()) {
+        IsaScope s(isa, LinearPath::fma);
+        set_linear_k_block(7);
+        const auto got = run(c, *weight, x, &bias);
+        set_linear_k_block(0);
+        expect_rows_near(ref, got, c.M, c.N, c.N + 5, 1e-5,
+                         std::string("k blocks of 7 pairs on ") + isa_name(isa) + " M=" +
+                             std::to_string(c.M) + (wdt == DType::bf16 ? " bf16" : " f32"));
       }
     }
   }

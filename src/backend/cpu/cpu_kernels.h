@@ -59,6 +59,8 @@ void linear(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out);
 // TESSERA_LINEAR=fma|dpbf16|onednn forces one as set_linear_path() does (tests, benchmarks).
 enum class LinearPath { automatic, fma, dpbf16, onednn };
 void set_linear_path(LinearPath p);
+// Pairs of k per K block of the panel kernel (0: sized for L2). Tests force small blocks.
+void set_linear_k_block(int64_t pairs);
 LinearPath linear_path_for(int64_t M, const CpuWeight& w);
 void gemm_dnnl(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out);
 void embed(const CpuWeight& table, const int32_t* ids, int n, float scale, bool round_to_table_dtype,

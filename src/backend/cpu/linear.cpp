@@ -23,6 +23,11 @@ LinearPath env_path() {
   return LinearPath::automatic;
 }
 
+int64_t& forced_k_block() {
+  static int64_t v = 0;
+  return v;
+}
+
 LinearPath& forced_path() {
   static LinearPath p = env_path();
   return p;
@@ -72,6 +77,7 @@ void linear_simd(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out, b
   a.panel_elems = w.panel_elems;
   a.M = static_cast<int>(M);
   a.bias = bias ? bias->ptr<const float>() : nullptr;
+  a.k_block_pairs = forced_k_block();
   a.prefetch = prefetch_bytes() > 0;
   a.prefetch_bytes = prefetch_bytes();
   if (x.dtype == DType::f32) {
@@ -87,8 +93,13 @@ void linear_simd(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out, b
   const int min_packed = isa == Isa::avx512 ? avx512::packed_x_min_rows() : avx2::packed_x_min_rows();
   if (!dpbf16 && M >= min_packed) {
     xp_buf.resize(static_cast<size_t>(M * ((K + 1) / 2 * 2)));
-    (isa == Isa::avx512 ? avx512::pack_x : avx2::pack_x)(a.x, a.x_stride, a.M, K, xp_buf.data());
-    a.xp = xp_buf.data();
+    auto pack = isa == Isa::avx512 ? avx512::pack_x : avx2::pack_x;
+    const int tile = isa == Isa::avx512 ? avx512::packed_x_tile_rows() : avx2::packed_x_tile_rows();
+    float* xp = xp_buf.data();  // (xp_buf is this thread's; the workers must not name it)
+    ThreadPool::global().parallel_for((M + tile - 1) / tile, [&](int64_t t0, int64_t t1, int) {
+      pack(a.x, a.x_stride, a.M, K, static_cast<int>(t0), static_cast<int>(t1), xp);
+    });
+    a.xp = xp;
   }
   if (out.dtype == DType::f32) {
     a.out = out.ptr<float>();
@@ -114,11 +125,14 @@ void linear_simd(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out, b
     a.x_pairs_stride = pairs;
     kernel = avx512::linear_panels_dpbf16;
   }
-  // Runs of panels taken dynamically: long enough to stream, a multiple of every kernel's panel
-  // group (4), and enough of them that a thread preempted by another process does not hold the
-  // op up.
+  // Runs of panels taken dynamically, a multiple of every kernel's panel group (4). Decode: long
+  // enough to stream, and enough of them that a thread preempted by another process does not
+  // hold the op up. Prefill: few and large, so that each K block of x is reused from L2 across
+  // many panels.
   ThreadPool& pool = ThreadPool::global();
-  const int64_t chunk = std::clamp<int64_t>(w.panels / (pool.size() * 8) / 4 * 4, 4, 256);
+  const int64_t chunk =
+      M <= 2 ? std::clamp<int64_t>(w.panels / (pool.size() * 8) / 4 * 4, 4, 256)
+             : std::max<int64_t>(4, (w.panels + 2 * pool.size() - 1) / (2 * pool.size()) + 3) / 4 * 4;
   pool.parallel_dynamic(w.panels, chunk, [&](int64_t p0, int64_t p1, int) { kernel(a, p0, p1); });
   if (out.dtype != DType::f32)
     for (int64_t m = 0; m < M; ++m)
@@ -128,6 +142,7 @@ void linear_simd(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out, b
 }  // namespace
 
 void set_linear_path(LinearPath p) { forced_path() = p; }
+void set_linear_k_block(int64_t pairs) { forced_k_block() = pairs; }
 
 LinearPath linear_path_for(int64_t M, const CpuWeight& w) {
   const LinearPath f = forced_path();

@@ -30,6 +30,7 @@ struct LinArgs {
   const float* bias = nullptr;
   float* out = nullptr;
   int64_t out_stride = 0;
+  int64_t k_block_pairs = 0;  // pairs of k per K block (0: sized for L2; tests force small)
   bool prefetch = true;       // software prefetch on the first row tile
   int prefetch_bytes = 1024;  // how far ahead in each panel's stream
 };
@@ -77,7 +78,8 @@ struct AttnPartial {
 #define TS_SIMD_KERNEL_DECLS                                                                     \
   void linear_panels(const LinArgs& a, int64_t p0, int64_t p1);                                  \
   int packed_x_min_rows();                                                                       \
-  void pack_x(const float* x, int64_t stride, int M, int64_t K, float* dst);                     \
+  int packed_x_tile_rows();                                                                      \
+  void pack_x(const float* x, int64_t stride, int M, int64_t K, int t0, int t1, float* dst);     \
   void widen_panels(const LinArgs& a, int64_t p0, int np, float* dst, int64_t ld);               \
   void attention_item(const AttnArgs& a, const AttnItem& it, AttnPartial* partial, float* out,    \
                       int64_t out_stride, float* scratch);                                      \

@@ -13,8 +13,9 @@ void linear_panels(const LinArgs& a, int64_t p0, int64_t p1) {
   simd::linear_panels<Simd>(a, p0, p1);
 }
 int packed_x_min_rows() { return simd::PanelTile<Simd>::kSmallRows + 1; }
-void pack_x(const float* x, int64_t stride, int M, int64_t K, float* dst) {
-  simd::pack_x<Simd>(x, stride, M, K, dst);
+int packed_x_tile_rows() { return simd::PanelTile<Simd>::kMaxRows; }
+void pack_x(const float* x, int64_t stride, int M, int64_t K, int t0, int t1, float* dst) {
+  simd::pack_x<Simd>(x, stride, M, K, t0, t1, dst);
 }
 void widen_panels(const LinArgs& a, int64_t p0, int np, float* dst, int64_t ld) {
   simd::widen_panels<Simd>(a, p0, np, dst, ld);
