@@ -265,7 +265,7 @@ void bench_kernel(ComputeBackend& be, int reps) {
   for (const Shape& s : {Shape{"gate_up", 13824, 1152}, Shape{"down", 1152, 6912}}) {
     auto w = make_weight(be, s.n, s.k, DType::bf16, 9);
     const auto& cw = static_cast<const cpu::CpuWeight&>(*w);
-    for (int M : {1, 4, 12, 128}) {
+    for (int M : {1, 4, 12, 128, 512}) {
       host_tensor(xs, M, s.k, 3);
       host_tensor(os, M, s.n, 4);
       cpu::LinArgs a;
@@ -297,10 +297,16 @@ void bench_kernel(ComputeBackend& be, int reps) {
           cpu::avx512::linear_panels(a, p0, p1);
         }, 4);
       });
+      // And linear() itself (packing x, dynamic tasks, K blocks).
+      Tensor xt{xs.data(), DType::f32, M, s.k, s.k}, ot{os.data(), DType::f32, M, s.n, s.n};
+      cpu::set_linear_path(cpu::LinearPath::fma);
+      const double full = time_median(reps, [&] { be.linear(xt, *w, nullptr, ot); });
+      cpu::set_linear_path(cpu::LinearPath::automatic);
       std::printf("    %-8s M=%4d  %8.3f ms  %6.1f GFLOP/s  %6.1f GB/s of weights"
-                  "   | %d threads, halves: %6.1f GFLOP/s (wall)\n",
+                  "   | %d threads, halves: %6.1f, linear(): %6.1f GFLOP/s (wall)\n",
                   s.name, M, sec * 1e3, 2.0 * M * s.n * s.k / sec / 1e9, 2.0 * s.n * s.k / sec / 1e9,
-                  ThreadPool::global().size(), 2.0 * M * s.n * s.k / wall / 1e9);
+                  ThreadPool::global().size(), 2.0 * M * s.n * s.k / wall / 1e9,
+                  2.0 * M * s.n * s.k / full / 1e9);
     }
   }
 }

@@ -23,8 +23,12 @@ LinearPath env_path() {
   return LinearPath::automatic;
 }
 
+// TESSERA_K_BLOCK=pairs forces the K block (benchmarks); set_linear_k_block() does too (tests).
 int64_t& forced_k_block() {
-  static int64_t v = 0;
+  static int64_t v = [] {
+    const char* e = std::getenv("TESSERA_K_BLOCK");
+    return e ? std::atoll(e) : 0LL;
+  }();
   return v;
 }
 
@@ -125,14 +129,14 @@ void linear_simd(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out, b
     a.x_pairs_stride = pairs;
     kernel = avx512::linear_panels_dpbf16;
   }
-  // Runs of panels taken dynamically, a multiple of every kernel's panel group (4). Decode: long
-  // enough to stream, and enough of them that a thread preempted by another process does not
-  // hold the op up. Prefill: few and large, so that each K block of x is reused from L2 across
-  // many panels.
+  // Runs of panels taken dynamically, a multiple of the kernel's panel group. Decode (groups of
+  // 4): long enough to stream, and enough of them that a thread preempted by another process
+  // does not hold the op up. Prefill (groups of 2): two equal runs per thread, so that each K
+  // block of x is reused from L2 across many panels and the threads finish together.
   ThreadPool& pool = ThreadPool::global();
-  const int64_t chunk =
-      M <= 2 ? std::clamp<int64_t>(w.panels / (pool.size() * 8) / 4 * 4, 4, 256)
-             : std::max<int64_t>(4, (w.panels + 2 * pool.size() - 1) / (2 * pool.size()) + 3) / 4 * 4;
+  const int64_t tasks = 2 * pool.size();
+  const int64_t chunk = M <= 2 ? std::clamp<int64_t>(w.panels / (pool.size() * 8) / 4 * 4, 4, 256)
+                               : ((w.panels + tasks - 1) / tasks + 1) / 2 * 2;
   pool.parallel_dynamic(w.panels, chunk, [&](int64_t p0, int64_t p1, int) { kernel(a, p0, p1); });
   if (out.dtype != DType::f32)
     for (int64_t m = 0; m < M; ++m)

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "backend/cpu/simd_kernels.h"
 
@@ -69,9 +70,14 @@ void pack_x(const float* x, int64_t stride, int M, int64_t K, int t0, int t1, fl
     const int mr = std::min(MR, M - m0);
     float* t = dst + int64_t{m0} * 2 * pairs;
     for (int m = 0; m < mr; ++m) {
+      // Whole pairs as 8-byte moves, then the odd k with its zero.
       const float* row = x + (m0 + m) * stride;
-      for (int64_t k = 0; k < K; ++k) t[(k / 2) * 2 * mr + 2 * m + (k % 2)] = row[k];
-      if (K % 2) t[(pairs - 1) * 2 * mr + 2 * m + 1] = 0.f;
+      const int64_t whole = K / 2;
+      for (int64_t kp = 0; kp < whole; ++kp) std::memcpy(t + kp * 2 * mr + 2 * m, row + 2 * kp, 8);
+      if (K % 2) {
+        t[whole * 2 * mr + 2 * m] = row[K - 1];
+        t[whole * 2 * mr + 2 * m + 1] = 0.f;
+      }
     }
   }
 }
