@@ -77,6 +77,15 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
+// Transparent huge pages backing this process (the weights ask for them).
+std::string anon_huge_pages() {
+  std::ifstream f("/proc/self/smaps_rollup");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("AnonHugePages:", 0) == 0) return line.substr(14);
+  return " unknown";
+}
+
 std::string cpu_model() {
   std::ifstream f("/proc/cpuinfo");
   std::string line;
@@ -165,6 +174,7 @@ void run_model(const Options& o) {
               info.vocab_size, static_cast<long long>(info.parameter_count),
               static_cast<double>(info.weight_bytes) / 1e9,
               info.weight_dtype == DType::bf16 ? "bf16" : "f32", now_s() - t_load);
+  std::printf("anonymous huge pages in use:%s\n", anon_huge_pages().c_str());
   // Bytes of weights one decode token reads: every linear weight (the embedding row is noise;
   // a tied LM head reads the whole table).
   const double bytes_per_token = static_cast<double>(info.weight_bytes);

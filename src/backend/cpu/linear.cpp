@@ -38,11 +38,11 @@ LinearPath& forced_path() {
 }
 
 // Benchmark knobs: TESSERA_GEMV_PREFETCH=0 turns the software prefetch off, =N sets its distance
-// in bytes (default 1024).
+// in bytes (default 2048).
 int prefetch_bytes() {
   static const int v = [] {
     const char* e = std::getenv("TESSERA_GEMV_PREFETCH");
-    return e ? std::atoi(e) : 1024;
+    return e ? std::atoi(e) : 2048;
   }();
   return v;
 }

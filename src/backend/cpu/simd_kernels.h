@@ -32,7 +32,7 @@ struct LinArgs {
   int64_t out_stride = 0;
   int64_t k_block_pairs = 0;  // pairs of k per K block (0: sized for L2; tests force small)
   bool prefetch = true;       // software prefetch on the first row tile
-  int prefetch_bytes = 1024;  // how far ahead in each panel's stream
+  int prefetch_bytes = 2048;  // how far ahead in each panel's stream
 };
 
 // Attention over the paged KV cache for one work item: the q heads of one KV head, for a run of
