@@ -34,3 +34,7 @@ foreach(src IN LISTS TESSERA_SOURCES)
     set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
   endif()
 endforeach()
+# oneDNN (Debian: OpenMP runtime) is called from tessera's own pool threads with one OpenMP thread
+# each (src/backend/cpu/gemm_dnnl.cpp), which needs omp_set_num_threads.
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+target_link_libraries(tessera PUBLIC ${OpenMP_CXX_LIBRARIES})

@@ -20,25 +20,6 @@ class HostDeviceBuffer final : public DeviceBuffer {
   HostBuffer buf_;
 };
 
-// Converts `n` elements of `src_dt` to `dst_dt`.
-void convert(const void* src, DType src_dt, void* dst, DType dst_dt, size_t n) {
-  if (src_dt == dst_dt) {
-    std::memcpy(dst, src, n * dtype_size(src_dt));
-    return;
-  }
-  auto* s16 = static_cast<const uint16_t*>(src);
-  auto* s32 = static_cast<const float*>(src);
-  for (size_t i = 0; i < n; ++i) {
-    float v = src_dt == DType::f32 ? s32[i] : src_dt == DType::bf16 ? bf16_to_f32(s16[i]) : f16_to_f32(s16[i]);
-    if (dst_dt == DType::f32) {
-      static_cast<float*>(dst)[i] = v;
-    } else {
-      TS_ASSERT(dst_dt == DType::bf16);
-      static_cast<uint16_t*>(dst)[i] = f32_to_bf16(v);
-    }
-  }
-}
-
 class CpuBackend final : public ComputeBackend {
  public:
   Device device() const override { return Device::cpu; }
@@ -58,6 +39,8 @@ class CpuBackend final : public ComputeBackend {
   }
   void synchronize() override {}
 
+  // Packs the parts (stacked along dim 0) into the CPU panel layout (cpu_kernels.h, CpuWeight),
+  // converting to `dtype`; the mmapped checkpoint is read once.
   std::unique_ptr<Weight> upload_weight(std::span<const TensorInfo* const> parts, DType dtype,
                                         const std::string& what) override {
     TS_ASSERT(!parts.empty());
@@ -69,13 +52,11 @@ class CpuBackend final : public ComputeBackend {
       w->rows += p->shape[0];
     }
     w->dtype = dtype;
-    w->bytes = static_cast<size_t>(w->rows * w->cols) * dtype_size(dtype);
-    w->buffer = HostBuffer(w->bytes, what.c_str());
-    char* dst = w->buffer.as<char>();
+    cpu::alloc_panels(*w, what.c_str());
+    int64_t row = 0;
     for (const TensorInfo* p : parts) {
-      size_t n = static_cast<size_t>(p->numel());
-      convert(p->data, p->dtype, dst, dtype, n);
-      dst += n * dtype_size(dtype);
+      cpu::pack_rows(*w, row, p->shape[0], p->data, p->dtype);
+      row += p->shape[0];
     }
     return w;
   }

@@ -15,13 +15,54 @@ Isa active_isa();           // what the kernels use now (detected unless forced)
 void set_cpu_isa(Isa isa);  // clamps to what the CPU supports
 const char* isa_name(Isa isa);
 
-// A weight as the CPU kernels hold it: [rows, cols] row-major in f32 or bf16.
+// A weight as the CPU kernels hold it (weight_pack.cpp): [rows, cols] = [N, K] in panels of
+// kPanel = 16 rows (output features), N padded to whole panels with zero rows.
+//  - bf16: panel p is [K2 / 2][16][2] (K2 = K rounded up to even, padded with 0): for each pair
+//    of k, the 16 rows' two values side by side. One 64-byte line widens to two f32 vectors (the
+//    even and the odd k of 16 outputs) with one shift and one mask, and is exactly what
+//    vdpbf16ps takes, so no kernel transposes or reduces horizontally.
+//  - f32: panel p is [K][16].
+// Every product streams whole panels, which are contiguous. bytes counts the padding too.
+constexpr int64_t kPanel = 16;
 struct CpuWeight : Weight {
   HostBuffer buffer;
+  int64_t panels = 0;       // ceil(rows / 16)
+  int64_t k2 = 0;           // K as stored: bf16 rounded up to even, f32 as is
+  int64_t panel_elems = 0;  // 16 * k2
   const void* data() const { return buffer.data(); }
+  // Element offset of (n, k) in the layout above.
+  int64_t offset(int64_t n, int64_t k) const {
+    const int64_t p = n / kPanel, j = n % kPanel;
+    return dtype == DType::bf16 ? p * panel_elems + (k / 2) * 2 * kPanel + j * 2 + (k % 2)
+                                : p * panel_elems + k * kPanel + j;
+  }
+  float at(int64_t n, int64_t k) const {
+    return dtype == DType::bf16 ? bf16_to_f32(static_cast<const uint16_t*>(data())[offset(n, k)])
+                                : static_cast<const float*>(data())[offset(n, k)];
+  }
 };
+// Allocates w (rows, cols, dtype set) in the panel layout, zero filled.
+void alloc_panels(CpuWeight& w, const char* what);
+// Writes rows [n0, n0 + n) of the weight from row-major `src` ([n, cols] in src_dtype: f32, bf16
+// or f16), converting to w.dtype.
+void pack_rows(CpuWeight& w, int64_t n0, int64_t n, const void* src, DType src_dtype);
 
 void linear(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out);
+
+// How linear() computes on the SIMD ISAs (the scalar ISA always runs the reference loop):
+//  - fma: the panel kernel (panel_impl.h), fp32 FMA on weights widened in registers, exact for
+//    bf16 weights; bandwidth-bound GEMV at decode, register-tiled GEMM at prefill;
+//  - dpbf16: the panel kernel with vdpbf16ps, x rounded to bf16 (bf16 weights on AVX-512 only;
+//    anything else falls back to fma);
+//  - onednn: oneDNN sgemm over panels widened to f32 tiles (gemm_dnnl.cpp);
+//  - automatic: what bench/cpu_bench measured fastest on the dev machine for the shape.
+// TESSERA_LINEAR=fma|dpbf16|onednn forces one as set_linear_path() does (tests, benchmarks).
+enum class LinearPath { automatic, fma, dpbf16, onednn };
+void set_linear_path(LinearPath p);
+// Pairs of k per K block of the panel kernel (0: sized for L2). Tests force small blocks.
+void set_linear_k_block(int64_t pairs);
+LinearPath linear_path_for(int64_t M, const CpuWeight& w);
+void gemm_dnnl(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out);
 void embed(const CpuWeight& table, const int32_t* ids, int n, float scale, bool round_to_table_dtype,
            Tensor out);
 void rms_norm(Tensor x, Tensor w, float eps, Tensor out);

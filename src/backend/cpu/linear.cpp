@@ -1,13 +1,54 @@
-// out[M, N] = x[M, K] W[N, K]^T + bias: the portable path. Threads split N (each thread streams
-// its own slice of W once for all M rows).
+// out[M, N] = x[M, K] W[N, K]^T + bias over the panel layout (cpu_kernels.h, CpuWeight): picks
+// the path per ISA and shape (see LinearPath) and splits the panels over the pool.
+// ref: torch.nn.functional.linear (y = x W^T + b), fp32 accumulation.
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/simd_kernels.h"
 #include "core/thread_pool.h"
 
 namespace tessera::cpu {
 
-void linear(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out) {
+namespace {
+
+LinearPath env_path() {
+  const char* e = std::getenv("TESSERA_LINEAR");
+  if (!e) return LinearPath::automatic;
+  if (std::strcmp(e, "fma") == 0) return LinearPath::fma;
+  if (std::strcmp(e, "dpbf16") == 0) return LinearPath::dpbf16;
+  if (std::strcmp(e, "onednn") == 0) return LinearPath::onednn;
+  return LinearPath::automatic;
+}
+
+// TESSERA_K_BLOCK=pairs forces the K block (benchmarks); set_linear_k_block() does too (tests).
+int64_t& forced_k_block() {
+  static int64_t v = [] {
+    const char* e = std::getenv("TESSERA_K_BLOCK");
+    return e ? std::atoll(e) : 0LL;
+  }();
+  return v;
+}
+
+LinearPath& forced_path() {
+  static LinearPath p = env_path();
+  return p;
+}
+
+// Benchmark knobs: TESSERA_GEMV_PREFETCH=0 turns the software prefetch off, =N sets its distance
+// in bytes (default 2048).
+int prefetch_bytes() {
+  static const int v = [] {
+    const char* e = std::getenv("TESSERA_GEMV_PREFETCH");
+    return e ? std::atoi(e) : 2048;
+  }();
+  return v;
+}
+
+// The portable reference: one output at a time, fp32 accumulation in k order.
+void linear_scalar(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out) {
   const int64_t M = x.rows, K = x.cols, N = w.rows;
   const float* bias_p = bias ? bias->ptr<const float>() : nullptr;
   ThreadPool::global().parallel_for(
@@ -18,19 +59,110 @@ void linear(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out) {
           for (int64_t k = 0; k < K; ++k) xrow[k] = load_elem(x.data, x.dtype, m * x.stride + k);
           for (int64_t n = n0; n < n1; ++n) {
             float acc = 0.f;
-            if (w.dtype == DType::f32) {
-              const float* wr = static_cast<const float*>(w.data()) + n * K;
-              for (int64_t k = 0; k < K; ++k) acc += xrow[k] * wr[k];
-            } else {
-              const uint16_t* wr = static_cast<const uint16_t*>(w.data()) + n * K;
-              for (int64_t k = 0; k < K; ++k) acc += xrow[k] * bf16_to_f32(wr[k]);
-            }
+            for (int64_t k = 0; k < K; ++k) acc += xrow[k] * w.at(n, k);
             if (bias_p) acc += bias_p[n];
             store_elem(out.data, out.dtype, m * out.stride + n, acc);
           }
         }
       },
-      16);
+      kPanel);
+}
+
+void linear_simd(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out, bool dpbf16) {
+  const Isa isa = active_isa();
+  const int64_t M = x.rows, K = x.cols, N = w.rows;
+  thread_local std::vector<float> x_buf, out_buf, xp_buf;
+  thread_local std::vector<uint32_t> pair_buf;
+  LinArgs a;
+  a.w = w.data();
+  a.w_dtype = w.dtype;
+  a.K = K;
+  a.N = N;
+  a.panel_elems = w.panel_elems;
+  a.M = static_cast<int>(M);
+  a.bias = bias ? bias->ptr<const float>() : nullptr;
+  a.k_block_pairs = forced_k_block();
+  a.prefetch = prefetch_bytes() > 0;
+  a.prefetch_bytes = prefetch_bytes();
+  if (x.dtype == DType::f32) {
+    a.x = x.ptr<const float>();
+    a.x_stride = x.stride;
+  } else {
+    x_buf.resize(static_cast<size_t>(M * K));
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t k = 0; k < K; ++k) x_buf[m * K + k] = load_elem(x.data, x.dtype, m * x.stride + k);
+    a.x = x_buf.data();
+    a.x_stride = K;
+  }
+  const int min_packed = isa == Isa::avx512 ? avx512::packed_x_min_rows() : avx2::packed_x_min_rows();
+  if (!dpbf16 && M >= min_packed) {
+    xp_buf.resize(static_cast<size_t>(M * ((K + 1) / 2 * 2)));
+    auto pack = isa == Isa::avx512 ? avx512::pack_x : avx2::pack_x;
+    const int tile = isa == Isa::avx512 ? avx512::packed_x_tile_rows() : avx2::packed_x_tile_rows();
+    float* xp = xp_buf.data();  // (xp_buf is this thread's; the workers must not name it)
+    ThreadPool::global().parallel_for((M + tile - 1) / tile, [&](int64_t t0, int64_t t1, int) {
+      pack(a.x, a.x_stride, a.M, K, static_cast<int>(t0), static_cast<int>(t1), xp);
+    });
+    a.xp = xp;
+  }
+  if (out.dtype == DType::f32) {
+    a.out = out.ptr<float>();
+    a.out_stride = out.stride;
+  } else {
+    out_buf.resize(static_cast<size_t>(M * N));
+    a.out = out_buf.data();
+    a.out_stride = N;
+  }
+  void (*kernel)(const LinArgs&, int64_t, int64_t) =
+      isa == Isa::avx512 ? avx512::linear_panels : avx2::linear_panels;
+  if (dpbf16) {
+    // x rounded to bf16, two k per 32-bit word (the high half 0 past an odd K).
+    const int64_t pairs = (K + 1) / 2;
+    pair_buf.resize(static_cast<size_t>(M * pairs));
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t kp = 0; kp < pairs; ++kp) {
+        const uint32_t lo = f32_to_bf16(a.x[m * a.x_stride + 2 * kp]);
+        const uint32_t hi = 2 * kp + 1 < K ? f32_to_bf16(a.x[m * a.x_stride + 2 * kp + 1]) : 0u;
+        pair_buf[m * pairs + kp] = lo | (hi << 16);
+      }
+    a.x_pairs = pair_buf.data();
+    a.x_pairs_stride = pairs;
+    kernel = avx512::linear_panels_dpbf16;
+  }
+  // Runs of panels taken dynamically, a multiple of the kernel's panel group. Decode (groups of
+  // 4): long enough to stream, and enough of them that a thread preempted by another process
+  // does not hold the op up. Prefill (groups of 2): two equal runs per thread, so that each K
+  // block of x is reused from L2 across many panels and the threads finish together.
+  ThreadPool& pool = ThreadPool::global();
+  const int64_t tasks = 2 * pool.size();
+  const int64_t chunk = M <= 2 ? std::clamp<int64_t>(w.panels / (pool.size() * 8) / 4 * 4, 4, 256)
+                               : ((w.panels + tasks - 1) / tasks + 1) / 2 * 2;
+  pool.parallel_dynamic(w.panels, chunk, [&](int64_t p0, int64_t p1, int) { kernel(a, p0, p1); });
+  if (out.dtype != DType::f32)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) store_elem(out.data, out.dtype, m * out.stride + n, out_buf[m * N + n]);
+}
+
+}  // namespace
+
+void set_linear_path(LinearPath p) { forced_path() = p; }
+void set_linear_k_block(int64_t pairs) { forced_k_block() = pairs; }
+
+LinearPath linear_path_for(int64_t M, const CpuWeight& w) {
+  const LinearPath f = forced_path();
+  if (f == LinearPath::dpbf16 && (w.dtype != DType::bf16 || active_isa() != Isa::avx512))
+    return LinearPath::fma;
+  if (f != LinearPath::automatic) return f;
+  return LinearPath::fma;
+}
+
+void linear(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out) {
+  if (active_isa() == Isa::scalar) return linear_scalar(x, w, bias, out);
+  switch (linear_path_for(x.rows, w)) {
+    case LinearPath::onednn: return gemm_dnnl(x, w, bias, out);
+    case LinearPath::dpbf16: return linear_simd(x, w, bias, out, true);
+    default: return linear_simd(x, w, bias, out, false);
+  }
 }
 
 }  // namespace tessera::cpu

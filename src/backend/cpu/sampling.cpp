@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/simd_kernels.h"
 #include "core/rng.h"
 #include "core/thread_pool.h"
 
@@ -40,15 +41,23 @@ void raw_logprobs(const float* row, int64_t V, int32_t chosen, int n, float* cho
   }
 }
 
+// The first maximum (lowest id on ties).
+int32_t argmax(const float* l, int64_t V) {
+  switch (active_isa()) {
+    case Isa::avx512: return static_cast<int32_t>(avx512::argmax(l, V));
+    case Isa::avx2: return static_cast<int32_t>(avx2::argmax(l, V));
+    default: break;
+  }
+  int64_t best = 0;
+  for (int64_t i = 1; i < V; ++i)
+    if (l[i] > l[best]) best = i;
+  return static_cast<int32_t>(best);
+}
+
 int32_t pick(std::vector<float>& l, const SampleParams& p) {
   const int64_t V = static_cast<int64_t>(l.size());
   const float ninf = -std::numeric_limits<float>::infinity();
-  if (p.temperature <= 0.0f) {
-    int64_t best = 0;
-    for (int64_t i = 1; i < V; ++i)
-      if (l[i] > l[best]) best = i;
-    return static_cast<int32_t>(best);
-  }
+  if (p.temperature <= 0.0f) return argmax(l.data(), V);
   for (float& x : l) x /= p.temperature;
   if (p.top_k > 0 && p.top_k < V) {
     std::vector<float> tmp(l);
@@ -124,6 +133,15 @@ void sample(Tensor logits, const SampleBatch& batch, SampleOutput& out) {
     for (int64_t r = r0; r < r1; ++r) {
       const SampleParams& p = batch.rows[r];
       const float* raw = logits.ptr<const float>() + r * logits.stride;
+      if (p.temperature <= 0.0f && p.rep_count == 0 && p.freq_count == 0 && p.suppress_count == 0) {
+        // Plain greedy: argmax of the raw row, no copy.
+        const int32_t id = argmax(raw, V);
+        out.ids[r] = id;
+        if (p.logprobs || p.top_logprobs > 0)
+          raw_logprobs(raw, V, id, p.top_logprobs, &out.logprobs[r], out.top_ids.data() + r * top_n,
+                       out.top_logprobs.data() + r * top_n);
+        continue;
+      }
       l.assign(raw, raw + V);
       for (int i = 0; i < p.rep_count; ++i) {
         float& x = l[batch.penalty_ids[p.rep_begin + i]];
