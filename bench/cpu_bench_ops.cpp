@@ -144,7 +144,7 @@ void bench_linear_rows(ComputeBackend& be, int reps) {
   };
   for (const Shape& s : {Shape{"gate_up", 13824, 1152}, Shape{"down", 1152, 6912}}) {
     auto w = make_weight(be, s.n, s.k, DType::bf16, 9);
-    for (int M : {1, 2, 4, 8, 16, 32, 64, 128, 512}) {
+    for (int M : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512}) {
       Tensor x = host_tensor(xs, M, s.k, 3);
       Tensor out = host_tensor(os, M, s.n, 4);
       std::printf("    %-8s M=%4d", s.name, M);

@@ -28,9 +28,9 @@ struct PanelTile {
   static constexpr int kSmallPanels = S::W == 16 ? 4 : 2;
 };
 
-// The pairs of k one block call covers. A long K is cut in blocks so that the x rows of a block
-// stay in L2 while a thread's panels pass over them; the partial sums wait in `out` between
-// blocks (first: start from zero; last: add the bias).
+// The pairs of k one block call covers. A long K is cut in blocks (kKBlockPairs) so that a block
+// of x is reused across a thread's panels before the next; the partial sums wait in `out`
+// between blocks (first: start from zero; last: add the bias).
 struct KBlock {
   int64_t kp0 = 0, kp1 = 0;
   bool first = true, last = true;
@@ -210,16 +210,18 @@ void panel_group(const LinArgs& a, const KBlock& kb, int64_t p) {
     rows_of<S, NP, Block>(a, kb, p, m0, std::min(MR, a.M - m0), a.prefetch && m0 == 0);
 }
 
-// Bytes of x rows one K block may span (the rest of L2 holds the panels and the output rows).
-constexpr int64_t kKBlockBytes = int64_t{1} << 20;
+// Pairs of k per K block with more than a few rows. Measured (bench/NOTES-cpu.md): blocks
+// sized to keep x in L2 lose to long ones (each block sends every output through memory once
+// more, and x streams well from L3); 1024 pairs (K = 2048) only splits the down projection.
+constexpr int64_t kKBlockPairs = 1024;
 
 template <class S, template <class, int, int> class Block>
 void panels_range(const LinArgs& a, int64_t p0, int64_t p1) {
   using T = PanelTile<S>;
   const int64_t pairs = (a.K + 1) / 2;
-  const int64_t kcp = a.k_block_pairs > 0
-                          ? a.k_block_pairs
-                          : std::max<int64_t>(64, kKBlockBytes / (8 * std::max(a.M, 1)));
+  const int64_t kcp = a.k_block_pairs > 0 ? a.k_block_pairs
+                      : a.M <= T::kSmallRows ? pairs
+                                              : kKBlockPairs;
   for (int64_t kp0 = 0; kp0 < pairs; kp0 += kcp) {
     KBlock kb;
     kb.kp0 = kp0;
