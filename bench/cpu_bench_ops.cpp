@@ -279,9 +279,16 @@ void bench_kernel(ComputeBackend& be, int reps) {
       a.M = M;
       a.out = os.data();
       a.out_stride = s.n;
+      double pack_s = 0;
       if (M >= cpu::avx512::packed_x_min_rows()) {
         xp.resize(static_cast<size_t>(M * (s.k + 1) / 2 * 2 + M * 2));
-        cpu::avx512::pack_x(xs.data(), s.k, M, s.k, 0, (M + 11) / 12, xp.data());
+        std::vector<double> tp;
+        for (int r = 0; r < reps; ++r) {
+          const double c0 = thread_cpu_s();
+          cpu::avx512::pack_x(xs.data(), s.k, M, s.k, 0, (M + 11) / 12, xp.data());
+          tp.push_back(thread_cpu_s() - c0);
+        }
+        pack_s = median(tp);
         a.xp = xp.data();
       }
       std::vector<double> t;
@@ -303,10 +310,10 @@ void bench_kernel(ComputeBackend& be, int reps) {
       const double full = time_median(reps, [&] { be.linear(xt, *w, nullptr, ot); });
       cpu::set_linear_path(cpu::LinearPath::automatic);
       std::printf("    %-8s M=%4d  %8.3f ms  %6.1f GFLOP/s  %6.1f GB/s of weights"
-                  "   | %d threads, halves: %6.1f, linear(): %6.1f GFLOP/s (wall)\n",
+                  "   | %d threads, halves: %6.1f, linear(): %6.1f GFLOP/s (wall); pack x %.3f ms\n",
                   s.name, M, sec * 1e3, 2.0 * M * s.n * s.k / sec / 1e9, 2.0 * s.n * s.k / sec / 1e9,
                   ThreadPool::global().size(), 2.0 * M * s.n * s.k / wall / 1e9,
-                  2.0 * M * s.n * s.k / full / 1e9);
+                  2.0 * M * s.n * s.k / full / 1e9, pack_s * 1e3);
     }
   }
 }

@@ -69,16 +69,21 @@ void pack_x(const float* x, int64_t stride, int M, int64_t K, int t0, int t1, fl
   for (int m0 = t0 * MR; m0 < std::min(M, t1 * MR); m0 += MR) {
     const int mr = std::min(MR, M - m0);
     float* t = dst + int64_t{m0} * 2 * pairs;
-    for (int m = 0; m < mr; ++m) {
-      // Whole pairs as 8-byte moves, then the odd k with its zero.
-      const float* row = x + (m0 + m) * stride;
-      const int64_t whole = K / 2;
-      for (int64_t kp = 0; kp < whole; ++kp) std::memcpy(t + kp * 2 * mr + 2 * m, row + 2 * kp, 8);
-      if (K % 2) {
-        t[whole * 2 * mr + 2 * m] = row[K - 1];
-        t[whole * 2 * mr + 2 * m + 1] = 0.f;
+    // Whole pairs as 8-byte moves, 64 pairs of every row at a time so that the tile's lines
+    // being filled stay in L1; then the odd k with its zero.
+    const int64_t whole = K / 2;
+    for (int64_t b = 0; b < whole; b += 64) {
+      const int64_t e = std::min(whole, b + 64);
+      for (int m = 0; m < mr; ++m) {
+        const float* row = x + (m0 + m) * stride;
+        for (int64_t kp = b; kp < e; ++kp) std::memcpy(t + kp * 2 * mr + 2 * m, row + 2 * kp, 8);
       }
     }
+    if (K % 2)
+      for (int m = 0; m < mr; ++m) {
+        t[whole * 2 * mr + 2 * m] = x[(m0 + m) * stride + K - 1];
+        t[whole * 2 * mr + 2 * m + 1] = 0.f;
+      }
   }
 }
 

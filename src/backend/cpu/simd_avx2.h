@@ -29,6 +29,11 @@ struct Simd {
   static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V div(V a, V b) { return _mm256_div_ps(a, b); }
+  // 1 / b to ~2 ulp: the 12-bit estimate and one Newton step.
+  static V recip(V b) {
+    const V r = _mm256_rcp_ps(b);
+    return _mm256_mul_ps(r, _mm256_fnmadd_ps(b, r, _mm256_set1_ps(2.f)));
+  }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V max(V a, V b) { return _mm256_max_ps(a, b); }
   static V min(V a, V b) { return _mm256_min_ps(a, b); }
@@ -37,6 +42,8 @@ struct Simd {
     const V m = _mm256_set1_ps(-0.0f);
     return _mm256_or_ps(_mm256_andnot_ps(m, a), _mm256_and_ps(m, s));
   }
+  // Per lane: a where s has its sign bit set, else b.
+  static V select_neg(V s, V a, V b) { return _mm256_blendv_ps(b, a, s); }
   static float reduce_add(V v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
