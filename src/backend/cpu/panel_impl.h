@@ -21,7 +21,7 @@ namespace tessera::cpu::simd {
 
 template <class S>
 struct PanelTile {
-  static constexpr int VP = 16 / S::W;                 // vectors per 16 outputs
+  static constexpr int VP = 16 / S::W;                  // vectors per 16 outputs
   static constexpr int kMaxRows = S::W == 16 ? 12 : 4;  // MR for big M
   static constexpr int kBigPanels = S::W == 16 ? 2 : 1;
   static constexpr int kSmallRows = S::W == 16 ? 2 : 1;  // M up to this streams more panels
@@ -120,15 +120,18 @@ void block_bf16(const LinArgs& a, const KBlock& kb, int64_t p, int m0, bool pf) 
     // Packed: one pointer, constant offsets (no per-row address registers).
     const float* t = a.xp + int64_t{m0} * 2 * pairs + kb.kp0 * 2 * MR;
     for (int64_t kp = kb.kp0; kp < kb.kp1; ++kp, t += 2 * MR)
-      step(kp, [&](int m) { return t[2 * m]; }, [&](int m) { return t[2 * m + 1]; });
+      step(
+          kp, [&](int m) { return t[2 * m]; }, [&](int m) { return t[2 * m + 1]; });
   } else {
     const float* x = a.x + m0 * a.x_stride;
     const int64_t whole = std::min(kb.kp1, a.K / 2);
     for (int64_t kp = kb.kp0; kp < whole; ++kp)
-      step(kp, [&](int m) { return x[m * a.x_stride + 2 * kp]; },
-           [&](int m) { return x[m * a.x_stride + 2 * kp + 1]; });
+      step(
+          kp, [&](int m) { return x[m * a.x_stride + 2 * kp]; },
+          [&](int m) { return x[m * a.x_stride + 2 * kp + 1]; });
     if (whole < kb.kp1)  // the last k of an odd K pairs with the zero padding of W
-      step(whole, [&](int m) { return x[m * a.x_stride + 2 * whole]; }, [](int) { return 0.f; });
+      step(
+          whole, [&](int m) { return x[m * a.x_stride + 2 * whole]; }, [](int) { return 0.f; });
   }
   for (int m = 0; m < MR; ++m)
     for (int q = 0; q < NP; ++q)
@@ -179,19 +182,24 @@ void block_f32(const LinArgs& a, const KBlock& kb, int64_t p, int m0, bool pf) {
 template <class S, int NP, template <class, int, int> class Block>
 void rows_of(const LinArgs& a, const KBlock& kb, int64_t p, int m0, int mr, bool pf) {
   switch (mr) {
-#define TS_PANEL_CASE(R) \
-  case R: Block<S, R, NP>::run(a, kb, p, m0, pf); return;
+#define TS_PANEL_CASE(R)                    \
+  case R:                                   \
+    Block<S, R, NP>::run(a, kb, p, m0, pf); \
+    return;
     TS_PANEL_CASE(1)
     TS_PANEL_CASE(2)
     TS_PANEL_CASE(3)
     TS_PANEL_CASE(4)
 #undef TS_PANEL_CASE
-    default: break;
+    default:
+      break;
   }
   if constexpr (PanelTile<S>::kMaxRows > 4) {
     switch (mr) {
-#define TS_PANEL_CASE(R) \
-  case R: Block<S, R, NP>::run(a, kb, p, m0, pf); return;
+#define TS_PANEL_CASE(R)                    \
+  case R:                                   \
+    Block<S, R, NP>::run(a, kb, p, m0, pf); \
+    return;
       TS_PANEL_CASE(5)
       TS_PANEL_CASE(6)
       TS_PANEL_CASE(7)
@@ -201,7 +209,8 @@ void rows_of(const LinArgs& a, const KBlock& kb, int64_t p, int m0, int mr, bool
       TS_PANEL_CASE(11)
       TS_PANEL_CASE(12)
 #undef TS_PANEL_CASE
-      default: break;
+      default:
+        break;
     }
   }
 }
@@ -224,9 +233,9 @@ template <class S, template <class, int, int> class Block>
 void panels_range(const LinArgs& a, int64_t p0, int64_t p1) {
   using T = PanelTile<S>;
   const int64_t pairs = (a.K + 1) / 2;
-  const int64_t kcp = a.k_block_pairs > 0 ? a.k_block_pairs
+  const int64_t kcp = a.k_block_pairs > 0    ? a.k_block_pairs
                       : a.M <= T::kSmallRows ? pairs
-                                              : kKBlockPairs;
+                                             : kKBlockPairs;
   for (int64_t kp0 = 0; kp0 < pairs; kp0 += kcp) {
     KBlock kb;
     kb.kp0 = kp0;
@@ -238,7 +247,8 @@ void panels_range(const LinArgs& a, int64_t p0, int64_t p1) {
       for (; p + T::kSmallPanels <= p1; p += T::kSmallPanels)
         panel_group<S, T::kSmallPanels, Block>(a, kb, p);
     } else {
-      for (; p + T::kBigPanels <= p1; p += T::kBigPanels) panel_group<S, T::kBigPanels, Block>(a, kb, p);
+      for (; p + T::kBigPanels <= p1; p += T::kBigPanels)
+        panel_group<S, T::kBigPanels, Block>(a, kb, p);
     }
     for (; p < p1; ++p) panel_group<S, 1, Block>(a, kb, p);
   }
