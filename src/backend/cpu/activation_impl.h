@@ -82,7 +82,12 @@ int64_t argmax(const float* x, int64_t n) {
   float best = S::reduce_max(S::max(S::max(m0, m1), S::max(m2, m3)));
   for (; i < n; ++i)
     if (x[i] > best) best = x[i];
-  for (int64_t j = 0; j < n; ++j)
+  int64_t j = 0;
+  for (; j + W <= n; j += W) {
+    const int lane = S::first_equal(S::load(x + j), best);
+    if (lane >= 0) return j + lane;
+  }
+  for (; j < n; ++j)
     if (x[j] == best) return j;
   return 0;
 }

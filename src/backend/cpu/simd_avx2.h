@@ -44,6 +44,11 @@ struct Simd {
   }
   // Per lane: a where s has its sign bit set, else b.
   static V select_neg(V s, V a, V b) { return _mm256_blendv_ps(b, a, s); }
+  // The first lane equal to x, or -1.
+  static int first_equal(V v, float x) {
+    const int m = _mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_set1_ps(x), _CMP_EQ_OQ));
+    return m ? __builtin_ctz(static_cast<unsigned>(m)) : -1;
+  }
   static float reduce_add(V v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));

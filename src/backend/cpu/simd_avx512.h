@@ -48,6 +48,11 @@ struct Simd {
     const __mmask16 neg = _mm512_movepi32_mask(_mm512_castps_si512(s));
     return _mm512_mask_blend_ps(neg, b, a);
   }
+  // The first lane equal to x, or -1.
+  static int first_equal(V v, float x) {
+    const unsigned m = _mm512_cmpeq_ps_mask(v, _mm512_set1_ps(x));
+    return m ? __builtin_ctz(m) : -1;
+  }
   static float reduce_add(V v) { return _mm512_reduce_add_ps(v); }
   static float reduce_max(V v) { return _mm512_reduce_max_ps(v); }
 
