@@ -47,25 +47,31 @@ int prefetch_bytes() {
   return v;
 }
 
-// The portable reference: one output at a time, fp32 accumulation in k order.
+// The portable reference: one output at a time, fp32 accumulation in k order. Each panel (16
+// rows of W) is widened once and serves every row of x.
 void linear_scalar(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out) {
   const int64_t M = x.rows, K = x.cols, N = w.rows;
   const float* bias_p = bias ? bias->ptr<const float>() : nullptr;
   ThreadPool::global().parallel_for(
-      N,
-      [&](int64_t n0, int64_t n1, int) {
-        std::vector<float> xrow(static_cast<size_t>(K));
-        for (int64_t m = 0; m < M; ++m) {
-          for (int64_t k = 0; k < K; ++k) xrow[k] = load_elem(x.data, x.dtype, m * x.stride + k);
-          for (int64_t n = n0; n < n1; ++n) {
-            float acc = 0.f;
-            for (int64_t k = 0; k < K; ++k) acc += xrow[k] * w.at(n, k);
-            if (bias_p) acc += bias_p[n];
-            store_elem(out.data, out.dtype, m * out.stride + n, acc);
+      w.panels,
+      [&](int64_t p0, int64_t p1, int) {
+        std::vector<float> xrow(static_cast<size_t>(K)), wp(static_cast<size_t>(kPanel * K));
+        for (int64_t p = p0; p < p1; ++p) {
+          const int64_t rows = std::min(N, (p + 1) * kPanel) - p * kPanel;
+          for (int64_t j = 0; j < rows; ++j)
+            for (int64_t k = 0; k < K; ++k) wp[j * K + k] = w.at(p * kPanel + j, k);
+          for (int64_t m = 0; m < M; ++m) {
+            for (int64_t k = 0; k < K; ++k) xrow[k] = load_elem(x.data, x.dtype, m * x.stride + k);
+            for (int64_t j = 0; j < rows; ++j) {
+              float acc = 0.f;
+              for (int64_t k = 0; k < K; ++k) acc += xrow[k] * wp[j * K + k];
+              if (bias_p) acc += bias_p[p * kPanel + j];
+              store_elem(out.data, out.dtype, m * out.stride + p * kPanel + j, acc);
+            }
           }
         }
       },
-      kPanel);
+      1);
 }
 
 void linear_simd(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out, bool dpbf16) {
