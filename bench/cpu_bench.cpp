@@ -55,17 +55,22 @@ Options parse(int argc, char** argv) {
       }
       return static_cast<int>(x);
     };
-    if (a == "--model") o.model = next();
-    else if (a == "--prompt") o.prompt = next_int();
-    else if (a == "--decode") o.decode = next_int();
-    else if (a == "--reps") o.reps = next_int();
-    else if (a == "--no-ops") o.ops = false;
-    else if (a == "--ops-only") o.model_runs = false;
+    if (a == "--model")
+      o.model = next();
+    else if (a == "--prompt")
+      o.prompt = next_int();
+    else if (a == "--decode")
+      o.decode = next_int();
+    else if (a == "--reps")
+      o.reps = next_int();
+    else if (a == "--no-ops")
+      o.ops = false;
+    else if (a == "--ops-only")
+      o.model_runs = false;
     else if (a == "--only") {
       o.only = next();
       o.model_runs = false;
-    }
-    else {
+    } else {
       std::fprintf(stderr,
                    "usage: tessera_cpu_bench [--model DIR] [--prompt N] [--decode N] [--reps N] "
                    "[--no-ops] [--ops-only] [--only pool|small|attention|gemv|rows|kernel]\n"
@@ -108,8 +113,8 @@ __attribute__((target("avx2"))) uint64_t sum_avx2(const uint64_t* buf, int64_t b
       s[j] = _mm256_add_epi64(s[j], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4)));
     }
   alignas(32) uint64_t out[4];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(out), _mm256_add_epi64(_mm256_add_epi64(s[0], s[1]),
-                                                                        _mm256_add_epi64(s[2], s[3])));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(out),
+                     _mm256_add_epi64(_mm256_add_epi64(s[0], s[1]), _mm256_add_epi64(s[2], s[3])));
   return out[0] + out[1] + out[2] + out[3];
 }
 
@@ -154,8 +159,7 @@ void print_profile(const TimingBackend& tb, int steps, double step_s, const char
   std::sort(rows.rbegin(), rows.rend());
   for (const auto& [v, k] : rows)
     std::printf("    %-28s %8.3f ms  %5.1f%%  (%lld calls)\n", k.c_str(), v / steps * 1e3,
-                100.0 * v / steps / step_s,
-                static_cast<long long>(tb.counts.at(k) / steps));
+                100.0 * v / steps / step_s, static_cast<long long>(tb.counts.at(k) / steps));
   std::printf("    %-28s %8.3f ms  %5.1f%%\n", "(ops total)", total / steps * 1e3,
               100.0 * total / steps / step_s);
 }
@@ -168,12 +172,13 @@ void run_model(const Options& o) {
   LoadOptions lo;
   std::unique_ptr<Model> model = load_model(dir, tb, lo);
   const ModelInfo& info = model->info();
-  std::printf("model %s: %s, %d layers, hidden %d, vocab %d, %lld params, %.2f GB as %s "
-              "(loaded in %.1f s)\n",
-              o.model.c_str(), info.architecture.c_str(), info.num_layers, info.hidden_size,
-              info.vocab_size, static_cast<long long>(info.parameter_count),
-              static_cast<double>(info.weight_bytes) / 1e9,
-              info.weight_dtype == DType::bf16 ? "bf16" : "f32", now_s() - t_load);
+  std::printf(
+      "model %s: %s, %d layers, hidden %d, vocab %d, %lld params, %.2f GB as %s "
+      "(loaded in %.1f s)\n",
+      o.model.c_str(), info.architecture.c_str(), info.num_layers, info.hidden_size,
+      info.vocab_size, static_cast<long long>(info.parameter_count),
+      static_cast<double>(info.weight_bytes) / 1e9,
+      info.weight_dtype == DType::bf16 ? "bf16" : "f32", now_s() - t_load);
   std::printf("anonymous huge pages in use:%s\n", anon_huge_pages().c_str());
   // Bytes of weights one decode token reads: every linear weight (the embedding row is noise;
   // a tied LM head reads the whole table).
@@ -204,12 +209,14 @@ void run_model(const Options& o) {
   }
   const double pre_s = median(pre), pre_c = median(pre_cpu);
   const double linear_flop =
-      2.0 * static_cast<double>(info.parameter_count - int64_t{info.vocab_size} * info.hidden_size) *
+      2.0 *
+      static_cast<double>(info.parameter_count - int64_t{info.vocab_size} * info.hidden_size) *
       o.prompt;
-  std::printf("prefill %d tokens: %.1f ms, %.1f tokens/s, %.0f GFLOP/s in linear layers "
-              "(median of %d; CPU-time/threads %.1f ms -> %.1f tokens/s)\n",
-              o.prompt, pre_s * 1e3, o.prompt / pre_s, linear_flop / pre_s / 1e9, o.reps,
-              pre_c * 1e3, o.prompt / pre_c);
+  std::printf(
+      "prefill %d tokens: %.1f ms, %.1f tokens/s, %.0f GFLOP/s in linear layers "
+      "(median of %d; CPU-time/threads %.1f ms -> %.1f tokens/s)\n",
+      o.prompt, pre_s * 1e3, o.prompt / pre_s, linear_flop / pre_s / 1e9, o.reps, pre_c * 1e3,
+      o.prompt / pre_c);
 
   // Decode: greedy, one token per step, after a fresh prefill each run.
   std::vector<double> run_tps, step_med, run_cpu_tps;
@@ -232,10 +239,11 @@ void run_model(const Options& o) {
     step_med.push_back(median(steps));
   }
   const double tps = median(run_tps), step_s = median(step_med);
-  std::printf("decode %d tokens after a %d-token prompt: %.2f tokens/s (median of %d runs; median "
-              "step %.2f ms), %.1f GB/s of weights (CPU-time/threads: %.2f tokens/s)\n",
-              o.decode, o.prompt, tps, o.reps, step_s * 1e3, bytes_per_token * tps / 1e9,
-              median(run_cpu_tps));
+  std::printf(
+      "decode %d tokens after a %d-token prompt: %.2f tokens/s (median of %d runs; median "
+      "step %.2f ms), %.1f GB/s of weights (CPU-time/threads: %.2f tokens/s)\n",
+      o.decode, o.prompt, tps, o.reps, step_s * 1e3, bytes_per_token * tps / 1e9,
+      median(run_cpu_tps));
 
   // Where the time goes: one profiled decode run and one profiled prefill.
   runner.reset();

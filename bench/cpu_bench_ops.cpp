@@ -25,7 +25,8 @@ void fill_random(float* p, int64_t n, uint64_t seed) {
   uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
   for (int64_t i = 0; i < n; ++i) {
     s = s * 6364136223846793005ull + 1442695040888963407ull;
-    p[i] = static_cast<float>(static_cast<int64_t>(s >> 40) - (1 << 23)) / static_cast<float>(1 << 23);
+    p[i] =
+        static_cast<float>(static_cast<int64_t>(s >> 40) - (1 << 23)) / static_cast<float>(1 << 23);
   }
 }
 
@@ -77,10 +78,14 @@ Tensor host_tensor(std::vector<float>& store, int64_t rows, int64_t cols, uint64
 
 const char* path_name(cpu::LinearPath p) {
   switch (p) {
-    case cpu::LinearPath::fma: return "panels, fp32 FMA";
-    case cpu::LinearPath::dpbf16: return "panels, vdpbf16ps";
-    case cpu::LinearPath::onednn: return "oneDNN sgemm";
-    default: return "automatic";
+    case cpu::LinearPath::fma:
+      return "panels, fp32 FMA";
+    case cpu::LinearPath::dpbf16:
+      return "panels, vdpbf16ps";
+    case cpu::LinearPath::onednn:
+      return "oneDNN sgemm";
+    default:
+      return "automatic";
   }
 }
 
@@ -101,8 +106,10 @@ void bench_gemv(ComputeBackend& be, int reps) {
     const char* name;
     int64_t n, k;
   };
-  const Shape shapes[] = {{"qkv", 1536, 1152},       {"o", 1152, 1024},
-                          {"gate_up", 13824, 1152},  {"down", 1152, 6912},
+  const Shape shapes[] = {{"qkv", 1536, 1152},
+                          {"o", 1152, 1024},
+                          {"gate_up", 13824, 1152},
+                          {"down", 1152, 6912},
                           {"lm_head", 262144, 1152}};
   std::printf("  linear, 1 row (decode GEMV), bf16 weights:\n");
   std::vector<float> xs, os;
@@ -114,10 +121,13 @@ void bench_gemv(ComputeBackend& be, int reps) {
     for (auto p : {cpu::LinearPath::fma, cpu::LinearPath::dpbf16}) {
       cpu::set_linear_path(p);
       // Small weights fit the last-level cache; loop enough to measure.
-      const int inner = static_cast<int>(std::max<int64_t>(1, 200000000 / static_cast<int64_t>(bytes)));
-      const double t = time_median(reps, [&] {
-        for (int i = 0; i < inner; ++i) be.linear(x, *w, nullptr, out);
-      }) / inner;
+      const int inner =
+          static_cast<int>(std::max<int64_t>(1, 200000000 / static_cast<int64_t>(bytes)));
+      const double t = time_median(reps,
+                                   [&] {
+                                     for (int i = 0; i < inner; ++i) be.linear(x, *w, nullptr, out);
+                                   }) /
+                       inner;
       std::printf("    %-8s [%6lld x %4lld] %-22s %8.3f ms  %6.1f GB/s%s\n", s.name,
                   static_cast<long long>(s.n), static_cast<long long>(s.k), path_name(p), t * 1e3,
                   bytes / t / 1e9, inner > 1 ? "  (cache-warm loop)" : "");
@@ -144,7 +154,7 @@ void bench_linear_rows(ComputeBackend& be, int reps) {
   };
   for (const Shape& s : {Shape{"gate_up", 13824, 1152}, Shape{"down", 1152, 6912}}) {
     auto w = make_weight(be, s.n, s.k, DType::bf16, 9);
-    for (int M : {1, 2, 4, 8, 16, 32, 64, 128, 512}) {
+    for (int M : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512}) {
       Tensor x = host_tensor(xs, M, s.k, 3);
       Tensor out = host_tensor(os, M, s.n, 4);
       std::printf("    %-8s M=%4d", s.name, M);
@@ -152,7 +162,9 @@ void bench_linear_rows(ComputeBackend& be, int reps) {
         cpu::set_linear_path(p);
         const double t = time_median(reps, [&] { be.linear(x, *w, nullptr, out); });
         std::printf("  %s %8.3f ms %5.0f",
-                    p == cpu::LinearPath::fma ? "fma" : p == cpu::LinearPath::dpbf16 ? "dpbf16" : "onednn",
+                    p == cpu::LinearPath::fma      ? "fma"
+                    : p == cpu::LinearPath::dpbf16 ? "dpbf16"
+                                                   : "onednn",
                     t * 1e3, 2.0 * M * s.n * s.k / t / 1e9);
       }
       cpu::set_linear_path(cpu::LinearPath::automatic);
@@ -167,8 +179,8 @@ void bench_attention(ComputeBackend& be, int reps) {
   struct Case {
     int tokens, ctx;
   };
-  for (const Case c : {Case{1, 128}, Case{1, 512}, Case{1, 2048}, Case{1, 8192}, Case{128, 128},
-                       Case{512, 512}}) {
+  for (const Case c :
+       {Case{1, 128}, Case{1, 512}, Case{1, 2048}, Case{1, 8192}, Case{128, 128}, Case{512, 512}}) {
     const int blocks = (c.ctx + bs - 1) / bs;
     std::vector<uint16_t> k(static_cast<size_t>(blocks) * bs * hd), v(k.size());
     fill_random_bf16(k.data(), static_cast<int64_t>(k.size()), 11);
@@ -195,9 +207,8 @@ void bench_attention(ComputeBackend& be, int reps) {
     Tensor qkv = host_tensor(qs, c.tokens, (nh + 2 * nkv) * hd, 13);
     for (float& f : qs) f *= 0.2f;
     Tensor out = host_tensor(os, c.tokens, nh * hd, 14);
-    const double t = time_median(reps, [&] {
-      be.attention(qkv, nh, nkv, hd, kv, b, 0, 1.0f / 16, 0, 0.f, out);
-    });
+    const double t = time_median(
+        reps, [&] { be.attention(qkv, nh, nkv, hd, kv, b, 0, 1.0f / 16, 0, 0.f, out); });
     std::printf("    %4d token(s) over %5d keys: %8.3f ms\n", c.tokens, c.ctx, t * 1e3);
   }
 }
@@ -228,11 +239,15 @@ void bench_small_ops(ComputeBackend& be, int reps) {
     std::printf("    gated_act gelu_tanh [%3d x 6912]        %8.2f us\n", rows, t / n * 1e6);
   }
   Tensor qkv = host_tensor(qs, 1, 6 * 256, 6);
+  // Unit norm weights: the op runs in place 1000 times, and random weights would shrink the
+  // values into subnormals.
   Tensor nw = host_tensor(ws, 1, 256, 7);
+  for (float& v : ws) v = 1.f;
   Tensor iv = host_tensor(inv, 1, 128, 8);
   int32_t pos = 100;
   report("qk_norm_rope [1 x 6 heads x 256]", time_median(reps, [&] {
-           for (int i = 0; i < inner; ++i) be.qk_norm_rope(qkv, 4, 1, 256, &nw, &nw, 1e-6f, &pos, iv);
+           for (int i = 0; i < inner; ++i)
+             be.qk_norm_rope(qkv, 4, 1, 256, &nw, &nw, 1e-6f, &pos, iv);
          }));
   std::vector<float> lg;
   Tensor logits = host_tensor(lg, 1, 262144, 9);
@@ -279,9 +294,16 @@ void bench_kernel(ComputeBackend& be, int reps) {
       a.M = M;
       a.out = os.data();
       a.out_stride = s.n;
+      double pack_s = 0;
       if (M >= cpu::avx512::packed_x_min_rows()) {
         xp.resize(static_cast<size_t>(M * (s.k + 1) / 2 * 2 + M * 2));
-        cpu::avx512::pack_x(xs.data(), s.k, M, s.k, 0, (M + 11) / 12, xp.data());
+        std::vector<double> tp;
+        for (int r = 0; r < reps; ++r) {
+          const double c0 = thread_cpu_s();
+          cpu::avx512::pack_x(xs.data(), s.k, M, s.k, 0, (M + 11) / 12, xp.data());
+          tp.push_back(thread_cpu_s() - c0);
+        }
+        pack_s = median(tp);
         a.xp = xp.data();
       }
       std::vector<double> t;
@@ -293,20 +315,21 @@ void bench_kernel(ComputeBackend& be, int reps) {
       const double sec = median(t);
       // The same split in two halves of the panels over the pool (wall time).
       const double wall = time_median(reps, [&] {
-        ThreadPool::global().parallel_for(cw.panels, [&](int64_t p0, int64_t p1, int) {
-          cpu::avx512::linear_panels(a, p0, p1);
-        }, 4);
+        ThreadPool::global().parallel_for(
+            cw.panels, [&](int64_t p0, int64_t p1, int) { cpu::avx512::linear_panels(a, p0, p1); },
+            4);
       });
       // And linear() itself (packing x, dynamic tasks, K blocks).
       Tensor xt{xs.data(), DType::f32, M, s.k, s.k}, ot{os.data(), DType::f32, M, s.n, s.n};
       cpu::set_linear_path(cpu::LinearPath::fma);
       const double full = time_median(reps, [&] { be.linear(xt, *w, nullptr, ot); });
       cpu::set_linear_path(cpu::LinearPath::automatic);
-      std::printf("    %-8s M=%4d  %8.3f ms  %6.1f GFLOP/s  %6.1f GB/s of weights"
-                  "   | %d threads, halves: %6.1f, linear(): %6.1f GFLOP/s (wall)\n",
-                  s.name, M, sec * 1e3, 2.0 * M * s.n * s.k / sec / 1e9, 2.0 * s.n * s.k / sec / 1e9,
-                  ThreadPool::global().size(), 2.0 * M * s.n * s.k / wall / 1e9,
-                  2.0 * M * s.n * s.k / full / 1e9);
+      std::printf(
+          "    %-8s M=%4d  %8.3f ms  %6.1f GFLOP/s  %6.1f GB/s of weights"
+          "   | %d threads, halves: %6.1f, linear(): %6.1f GFLOP/s (wall); pack x %.3f ms\n",
+          s.name, M, sec * 1e3, 2.0 * M * s.n * s.k / sec / 1e9, 2.0 * s.n * s.k / sec / 1e9,
+          ThreadPool::global().size(), 2.0 * M * s.n * s.k / wall / 1e9,
+          2.0 * M * s.n * s.k / full / 1e9, pack_s * 1e3);
     }
   }
 }

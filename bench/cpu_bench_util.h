@@ -103,7 +103,9 @@ class TimingBackend final : public ComputeBackend {
   void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out) override {
     timed("gather_rows", [&] { in_->gather_rows(x, rows, n, out); });
   }
-  void softcap(Tensor x, float cap) override { timed("softcap", [&] { in_->softcap(x, cap); }); }
+  void softcap(Tensor x, float cap) override {
+    timed("softcap", [&] { in_->softcap(x, cap); });
+  }
   void sample(Tensor logits, const SampleBatch& b, SampleOutput& out) override {
     timed("sample", [&] { in_->sample(logits, b, out); });
   }

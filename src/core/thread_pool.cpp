@@ -34,7 +34,9 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-bool ThreadPool::in_task() { return t_in_pool_task; }
+bool ThreadPool::in_task() {
+  return t_in_pool_task;
+}
 
 // Claims and runs tasks of region `gen` until none is left (or the region is over).
 void ThreadPool::run_tasks(uint32_t gen, int thread) {

@@ -69,7 +69,8 @@ struct World {
         const int p = q.past + i;
         positions.push_back(p);
         token_seq.push_back(static_cast<int32_t>(si));
-        slots.push_back(table[si * max_blocks + p / s.block_size] * s.block_size + p % s.block_size);
+        slots.push_back(table[si * max_blocks + p / s.block_size] * s.block_size +
+                        p % s.block_size);
       }
     }
     qkv = random_floats(static_cast<size_t>(T) * (s.nh + 2 * s.nkv) * s.hd, 33, -2.f, 2.f);
@@ -78,8 +79,12 @@ struct World {
   KvLayerView kv() {
     const bool bf = s.kv_dtype == DType::bf16;
     return KvLayerView{bf ? static_cast<void*>(kh.data()) : kf.data(),
-                       bf ? static_cast<void*>(vh.data()) : vf.data(), s.kv_dtype, num_blocks,
-                       s.block_size, s.nkv, s.hd};
+                       bf ? static_cast<void*>(vh.data()) : vf.data(),
+                       s.kv_dtype,
+                       num_blocks,
+                       s.block_size,
+                       s.nkv,
+                       s.hd};
   }
 
   BatchView batch() {

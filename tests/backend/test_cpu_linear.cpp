@@ -44,16 +44,16 @@ std::vector<float> run(const Case& c, const Weight& w, const std::vector<float>&
 }
 
 const Case kCases[] = {
-    {1, 1536, 1152},   // qkv, decode
-    {1, 1152, 6912},   // down, decode
-    {3, 1152, 1024},   // o, a few decode rows
-    {1, 4099, 1152},   // an LM-head slice, rows not a multiple of the block
-    {17, 260, 1152},   // gemm from 16 rows
-    {130, 100, 333},   // prefill, K not a multiple of 16 or 32
-    {2, 33, 31},       // tiny, K < one vector pair
-    {5, 7, 1},         // K = 1
-    {16, 257, 2305},   // odd K, above one oneDNN tile
-    {130, 40, 2305},   // K split in blocks (partial sums kept in out), odd K in the last block
+    {1, 1536, 1152},  // qkv, decode
+    {1, 1152, 6912},  // down, decode
+    {3, 1152, 1024},  // o, a few decode rows
+    {1, 4099, 1152},  // an LM-head slice, rows not a multiple of the block
+    {17, 260, 1152},  // gemm from 16 rows
+    {130, 100, 333},  // prefill, K not a multiple of 16 or 32
+    {2, 33, 31},      // tiny, K < one vector pair
+    {5, 7, 1},        // K = 1
+    {16, 257, 2305},  // odd K, above one oneDNN tile
+    {130, 40, 2305},  // K split in blocks (partial sums kept in out), odd K in the last block
 };
 
 TEST(CpuLinear, SimdPathsMatchScalar) {
@@ -72,19 +72,18 @@ TEST(CpuLinear, SimdPathsMatchScalar) {
           ref = run(c, *weight, x, b);
         }
         for (Isa isa : simd_isas()) {
-          for (LinearPath p : {LinearPath::automatic, LinearPath::fma, LinearPath::dpbf16,
-                               LinearPath::onednn}) {
+          for (LinearPath p :
+               {LinearPath::automatic, LinearPath::fma, LinearPath::dpbf16, LinearPath::onednn}) {
             IsaScope s(isa, p);
-            const bool dp = linear_path_for(c.M, static_cast<const CpuWeight&>(*weight)) ==
-                            LinearPath::dpbf16;
+            const bool dp =
+                linear_path_for(c.M, static_cast<const CpuWeight&>(*weight)) == LinearPath::dpbf16;
             // fp32 products and sums everywhere except vdpbf16ps, which rounds x to bf16.
             const double tol = dp ? 1e-2 : 1e-5;
-            const std::string what = std::string(isa_name(isa)) + " path " +
-                                     std::to_string(static_cast<int>(p)) + " M=" +
-                                     std::to_string(c.M) + " N=" + std::to_string(c.N) +
-                                     " K=" + std::to_string(c.K) +
-                                     (wdt == DType::bf16 ? " bf16" : " f32") +
-                                     (with_bias ? " bias" : "");
+            const std::string what =
+                std::string(isa_name(isa)) + " path " + std::to_string(static_cast<int>(p)) +
+                " M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) +
+                " K=" + std::to_string(c.K) + (wdt == DType::bf16 ? " bf16" : " f32") +
+                (with_bias ? " bias" : "");
             expect_rows_near(ref, run(c, *weight, x, b), c.M, c.N, c.N + 5, tol, what);
           }
         }
@@ -113,8 +112,8 @@ TEST(CpuLinear, KBlocksMatchScalar) {
         const auto got = run(c, *weight, x, &bias);
         set_linear_k_block(0);
         expect_rows_near(ref, got, c.M, c.N, c.N + 5, 1e-5,
-                         std::string("k blocks of 7 pairs on ") + isa_name(isa) + " M=" +
-                             std::to_string(c.M) + (wdt == DType::bf16 ? " bf16" : " f32"));
+                         std::string("k blocks of 7 pairs on ") + isa_name(isa) +
+                             " M=" + std::to_string(c.M) + (wdt == DType::bf16 ? " bf16" : " f32"));
       }
     }
   }

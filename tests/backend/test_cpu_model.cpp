@@ -13,9 +13,10 @@ namespace tessera::cpu::test {
 namespace {
 
 std::string tiny_model(DType dt) {
-  const std::string dir = (std::filesystem::temp_directory_path() /
-                           ("tessera_cpu_test_tiny_" + std::string(dt == DType::f32 ? "f32" : "bf16")))
-                              .string();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() /
+       ("tessera_cpu_test_tiny_" + std::string(dt == DType::f32 ? "f32" : "bf16")))
+          .string();
   if (!std::filesystem::exists(dir + "/model.safetensors")) {
     MakeModelOptions o;
     o.preset = "gemma3-tiny";

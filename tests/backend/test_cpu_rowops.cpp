@@ -16,8 +16,8 @@ const Shape kShapes[] = {{1, 1152}, {3, 1000}, {17, 33}, {130, 7}, {2, 1}};
 // Runs `op` on a copy of `init` (rows x stride) for the scalar ISA and each SIMD one and
 // compares the buffers the op writes.
 template <class Op>
-void compare_isas(const std::string& name, int64_t rows, int64_t cols, int64_t stride,
-                  double tol, Op op) {
+void compare_isas(const std::string& name, int64_t rows, int64_t cols, int64_t stride, double tol,
+                  Op op) {
   std::vector<float> ref_out, ref_res;
   {
     IsaScope s(Isa::scalar);
@@ -29,7 +29,8 @@ void compare_isas(const std::string& name, int64_t rows, int64_t cols, int64_t s
     op(out, res);
     expect_rows_near(ref_out, out, rows, cols, stride, tol, name + " out on " + isa_name(isa));
     if (!ref_res.empty())
-      expect_rows_near(ref_res, res, rows, cols, stride, tol, name + " residual on " + isa_name(isa));
+      expect_rows_near(ref_res, res, rows, cols, stride, tol,
+                       name + " residual on " + isa_name(isa));
   }
 }
 
@@ -86,8 +87,8 @@ TEST(CpuRowOps, QkNormRope) {
     int T, nh, nkv, hd;
     bool norm;
   };
-  for (const Case c : {Case{1, 4, 1, 256, true}, Case{3, 4, 1, 256, false}, Case{17, 4, 2, 32, true},
-                       Case{5, 2, 1, 48, true}, Case{2, 1, 1, 2, true}}) {
+  for (const Case c : {Case{1, 4, 1, 256, true}, Case{3, 4, 1, 256, false},
+                       Case{17, 4, 2, 32, true}, Case{5, 2, 1, 48, true}, Case{2, 1, 1, 2, true}}) {
     const int64_t cols = int64_t{c.nh + 2 * c.nkv} * c.hd, stride = cols + 6;
     auto qkv0 = random_floats(static_cast<size_t>(c.T * stride), 51, -4.f, 4.f);
     auto qn = random_floats(static_cast<size_t>(c.hd), 52, 0.5f, 1.5f);
@@ -96,17 +97,18 @@ TEST(CpuRowOps, QkNormRope) {
     for (int i = 0; i < c.hd / 2; ++i) inv[i] = std::pow(10000.f, -2.f * i / c.hd);
     std::vector<int32_t> pos(static_cast<size_t>(c.T));
     for (int t = 0; t < c.T; ++t) pos[t] = t * 997 % 5000;
-    compare_isas("qk_norm_rope hd " + std::to_string(c.hd), c.T, cols, stride, 1e-5,
-                 [&](std::vector<float>& out, std::vector<float>&) {
-                   out = qkv0;
-                   for (int64_t t = 0; t < c.T; ++t)
-                     for (int64_t i = cols; i < stride; ++i)
-                       out[t * stride + i] = std::numeric_limits<float>::quiet_NaN();
-                   Tensor qt{qn.data(), DType::f32, 1, c.hd, c.hd}, kt{kn.data(), DType::f32, 1, c.hd, c.hd};
-                   qk_norm_rope(Tensor{out.data(), DType::f32, c.T, cols, stride}, c.nh, c.nkv,
-                                c.hd, c.norm ? &qt : nullptr, c.norm ? &kt : nullptr, 1e-6f,
-                                pos.data(), Tensor{inv.data(), DType::f32, 1, c.hd / 2, c.hd / 2});
-                 });
+    compare_isas(
+        "qk_norm_rope hd " + std::to_string(c.hd), c.T, cols, stride, 1e-5,
+        [&](std::vector<float>& out, std::vector<float>&) {
+          out = qkv0;
+          for (int64_t t = 0; t < c.T; ++t)
+            for (int64_t i = cols; i < stride; ++i)
+              out[t * stride + i] = std::numeric_limits<float>::quiet_NaN();
+          Tensor qt{qn.data(), DType::f32, 1, c.hd, c.hd}, kt{kn.data(), DType::f32, 1, c.hd, c.hd};
+          qk_norm_rope(Tensor{out.data(), DType::f32, c.T, cols, stride}, c.nh, c.nkv, c.hd,
+                       c.norm ? &qt : nullptr, c.norm ? &kt : nullptr, 1e-6f, pos.data(),
+                       Tensor{inv.data(), DType::f32, 1, c.hd / 2, c.hd / 2});
+        });
   }
 }
 
@@ -126,8 +128,8 @@ TEST(CpuRowOps, QkNormRopeAlternatingTables) {
     std::vector<float>* inv;
     std::vector<int32_t>* pos;
   };
-  const Call calls[] = {{&inv_a, &pos_a}, {&inv_b, &pos_a}, {&inv_a, &pos_a}, {&inv_a, &pos_b},
-                        {&inv_b, &pos_b}, {&inv_a, &pos_a}};
+  const Call calls[] = {{&inv_a, &pos_a}, {&inv_b, &pos_a}, {&inv_a, &pos_a},
+                        {&inv_a, &pos_b}, {&inv_b, &pos_b}, {&inv_a, &pos_a}};
   auto run_all = [&] {
     std::vector<float> all;
     for (const Call& c : calls) {
@@ -186,7 +188,8 @@ TEST(CpuRowOps, GeluTailsAreAccurate) {
       const double want = g / (1.0 + std::exp(-2.0 * z));
       // Float rounding of the argument 2z (a few ulp of |2z|) is amplified by e^(2z).
       const double rel = 1e-6 + 2.5e-7 * std::fabs(2 * z);
-      EXPECT_NEAR(out[i], want, std::fabs(want) * rel + 1e-37) << "g=" << g << " on " << isa_name(isa);
+      EXPECT_NEAR(out[i], want, std::fabs(want) * rel + 1e-37)
+          << "g=" << g << " on " << isa_name(isa);
     }
   }
 }
@@ -197,11 +200,13 @@ TEST(CpuRowOps, Softcap) {
     auto x0 = random_floats(static_cast<size_t>(sh.rows * stride), 71, -100.f, 100.f);
     // Small values too, where tanh(x) ~ x must keep its relative accuracy.
     for (int64_t i = 0; i < sh.cols; i += 5) x0[i] *= 1e-5f;
-    compare_isas("softcap", sh.rows, sh.cols, stride, 1e-6, [&](std::vector<float>& out, std::vector<float>&) {
-      out = x0;
-      for (int64_t r = 0; r < sh.rows; ++r) out[r * stride + sh.cols] = std::numeric_limits<float>::quiet_NaN();
-      softcap(Tensor{out.data(), DType::f32, sh.rows, sh.cols, stride}, 30.f);
-    });
+    compare_isas("softcap", sh.rows, sh.cols, stride, 1e-6,
+                 [&](std::vector<float>& out, std::vector<float>&) {
+                   out = x0;
+                   for (int64_t r = 0; r < sh.rows; ++r)
+                     out[r * stride + sh.cols] = std::numeric_limits<float>::quiet_NaN();
+                   softcap(Tensor{out.data(), DType::f32, sh.rows, sh.cols, stride}, 30.f);
+                 });
   }
 }
 

@@ -21,13 +21,16 @@ TEST(ThreadPool, ParallelForCoversEachIndexOnceOnGrainBounds) {
     for (int64_t n : {int64_t{1}, int64_t{2}, int64_t{17}, int64_t{1000}}) {
       for (int64_t grain : {int64_t{1}, int64_t{16}}) {
         std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
-        pool.parallel_for(n, [&](int64_t b, int64_t e, int t) {
-          EXPECT_EQ(b % grain, 0);
-          EXPECT_TRUE(e == n || e % grain == 0);
-          EXPECT_GE(t, 0);
-          EXPECT_LT(t, pool.size());
-          for (int64_t i = b; i < e; ++i) hits[i]++;
-        }, grain);
+        pool.parallel_for(
+            n,
+            [&](int64_t b, int64_t e, int t) {
+              EXPECT_EQ(b % grain, 0);
+              EXPECT_TRUE(e == n || e % grain == 0);
+              EXPECT_GE(t, 0);
+              EXPECT_LT(t, pool.size());
+              for (int64_t i = b; i < e; ++i) hits[i]++;
+            },
+            grain);
         expect_each_once(hits, "parallel_for");
       }
     }
@@ -52,7 +55,8 @@ TEST(ThreadPool, NestedCallsRunInline) {
   std::atomic<int> inner{0};
   pool.parallel_for(4, [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; ++i)
-      pool.parallel_for(10, [&](int64_t b2, int64_t e2, int) { inner += static_cast<int>(e2 - b2); });
+      pool.parallel_for(10,
+                        [&](int64_t b2, int64_t e2, int) { inner += static_cast<int>(e2 - b2); });
   });
   EXPECT_EQ(inner.load(), 40);
 }

@@ -19,14 +19,17 @@ void gated_act(Tensor gate_up, Activation act, Tensor out) {
     auto row = isa == Isa::avx512 ? avx512::gated_act_row : avx2::gated_act_row;
     const int64_t col_chunk = 512;
     const int64_t per_row = (I + col_chunk - 1) / col_chunk;
-    ThreadPool::global().parallel_for(gate_up.rows * per_row, [&](int64_t i0, int64_t i1, int) {
-      for (int64_t i = i0; i < i1; ++i) {
-        const int64_t r = i / per_row, c0 = (i % per_row) * col_chunk;
-        const float* g = gate_up.ptr<const float>() + r * gate_up.stride;
-        row(g + c0, g + I + c0, std::min(col_chunk, I - c0), act,
-            out.ptr<float>() + r * out.stride + c0);
-      }
-    }, 2);
+    ThreadPool::global().parallel_for(
+        gate_up.rows * per_row,
+        [&](int64_t i0, int64_t i1, int) {
+          for (int64_t i = i0; i < i1; ++i) {
+            const int64_t r = i / per_row, c0 = (i % per_row) * col_chunk;
+            const float* g = gate_up.ptr<const float>() + r * gate_up.stride;
+            row(g + c0, g + I + c0, std::min(col_chunk, I - c0), act,
+                out.ptr<float>() + r * out.stride + c0);
+          }
+        },
+        2);
     return;
   }
   ThreadPool::global().parallel_for(gate_up.rows, [&](int64_t r0, int64_t r1, int) {
@@ -48,22 +51,25 @@ void gated_act(Tensor gate_up, Activation act, Tensor out) {
 }
 
 // The table is in the panel layout (cpu_kernels.h): row v's pairs of k sit 64 bytes apart.
-void embed(const CpuWeight& table, const int32_t* ids, int n, float scale, bool round_to_table_dtype,
-           Tensor out) {
+void embed(const CpuWeight& table, const int32_t* ids, int n, float scale,
+           bool round_to_table_dtype, Tensor out) {
   const int64_t H = table.cols;
   const bool bf16 = table.dtype == DType::bf16;
   const float s = (round_to_table_dtype && bf16) ? round_bf16(scale) : scale;
-  ThreadPool::global().parallel_for(n, [&](int64_t t0, int64_t t1, int) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t base = table.offset(ids[t], 0);
-      for (int64_t i = 0; i < H; ++i) {
-        const int64_t o = bf16 ? base + (i / 2) * 2 * kPanel + (i % 2) : base + i * kPanel;
-        float v = load_elem(table.data(), table.dtype, o) * s;
-        if (round_to_table_dtype && bf16) v = round_bf16(v);
-        store_elem(out.data, out.dtype, t * out.stride + i, v);
-      }
-    }
-  }, 16);
+  ThreadPool::global().parallel_for(
+      n,
+      [&](int64_t t0, int64_t t1, int) {
+        for (int64_t t = t0; t < t1; ++t) {
+          const int64_t base = table.offset(ids[t], 0);
+          for (int64_t i = 0; i < H; ++i) {
+            const int64_t o = bf16 ? base + (i / 2) * 2 * kPanel + (i % 2) : base + i * kPanel;
+            float v = load_elem(table.data(), table.dtype, o) * s;
+            if (round_to_table_dtype && bf16) v = round_bf16(v);
+            store_elem(out.data, out.dtype, t * out.stride + i, v);
+          }
+        }
+      },
+      16);
 }
 
 void softcap(Tensor x, float cap) {

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "backend/cpu/simd_math.h"
 #include "backend/backend.h"
+#include "backend/cpu/simd_math.h"
 
 namespace tessera::cpu::simd {
 
@@ -26,11 +26,15 @@ void map_row(const float* x, int64_t n, float* y, F f) {
 template <class S>
 void gated_act_row(const float* gate, const float* up, int64_t n, Activation act, float* out) {
   using V = typename S::V;
-  auto up_at = [&](int64_t i, int r) { return r == S::W ? S::load(up + i) : S::load_partial(up + i, r); };
+  auto up_at = [&](int64_t i, int r) {
+    return r == S::W ? S::load(up + i) : S::load_partial(up + i, r);
+  };
   if (act == Activation::gelu_tanh) {
-    map_row<S>(gate, n, out, [&](V g, int64_t i, int r) { return S::mul(gelu_tanh<S>(g), up_at(i, r)); });
+    map_row<S>(gate, n, out,
+               [&](V g, int64_t i, int r) { return S::mul(gelu_tanh<S>(g), up_at(i, r)); });
   } else {
-    map_row<S>(gate, n, out, [&](V g, int64_t i, int r) { return S::mul(silu<S>(g), up_at(i, r)); });
+    map_row<S>(gate, n, out,
+               [&](V g, int64_t i, int r) { return S::mul(silu<S>(g), up_at(i, r)); });
   }
 }
 
@@ -78,7 +82,12 @@ int64_t argmax(const float* x, int64_t n) {
   float best = S::reduce_max(S::max(S::max(m0, m1), S::max(m2, m3)));
   for (; i < n; ++i)
     if (x[i] > best) best = x[i];
-  for (int64_t j = 0; j < n; ++j)
+  int64_t j = 0;
+  for (; j + W <= n; j += W) {
+    const int lane = S::first_equal(S::load(x + j), best);
+    if (lane >= 0) return j + lane;
+  }
+  for (; j < n; ++j)
     if (x[j] == best) return j;
   return 0;
 }

@@ -29,7 +29,7 @@ void attention_scalar(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv
   const int rep = nh / nkv;
   const int64_t per_slot = static_cast<int64_t>(nkv) * hd;
   ThreadPool::global().parallel_for(static_cast<int64_t>(b.num_tokens) * nh, [&](int64_t i0,
-                                                                                  int64_t i1, int) {
+                                                                                 int64_t i1, int) {
     std::vector<float> q(hd), acc(hd), scores;
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t t = i / nh;
@@ -94,8 +94,10 @@ void kv_store(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv,
     const int64_t vbase = kbase + per_slot;
     if (qkv.dtype == DType::f32 && kv.dtype == DType::bf16 && active_isa() != Isa::scalar) {
       auto round = active_isa() == Isa::avx512 ? avx512::round_to_bf16 : avx2::round_to_bf16;
-      round(qkv.ptr<const float>() + kbase, per_slot, static_cast<uint16_t*>(kv.k) + slot * per_slot);
-      round(qkv.ptr<const float>() + vbase, per_slot, static_cast<uint16_t*>(kv.v) + slot * per_slot);
+      round(qkv.ptr<const float>() + kbase, per_slot,
+            static_cast<uint16_t*>(kv.k) + slot * per_slot);
+      round(qkv.ptr<const float>() + vbase, per_slot,
+            static_cast<uint16_t*>(kv.v) + slot * per_slot);
       continue;
     }
     if (qkv.dtype == kv.dtype) {
@@ -175,8 +177,9 @@ void attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv, const
     const int len = it.k_end - it.k_begin;
     int splits = 1;
     if (static_cast<int>(items.size()) < want)
-      splits = std::clamp(len / kMinSplitKeys, 1, (want + static_cast<int>(items.size()) - 1) /
-                                                      static_cast<int>(items.size()));
+      splits =
+          std::clamp(len / kMinSplitKeys, 1,
+                     (want + static_cast<int>(items.size()) - 1) / static_cast<int>(items.size()));
     if (splits == 1) {
       work.push_back({it, -1, 0});
       continue;
@@ -224,7 +227,8 @@ void attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv, const
     const int splits = (gi + 1 < groups ? group_first[gi + 1] : partial_slots) - first;
     for (int q = 0; q < it.t_count * rep; ++q) {
       float M = -std::numeric_limits<float>::infinity();
-      for (int sp = 0; sp < splits; ++sp) M = std::max(M, part_base[(first + sp) * slot_floats + q]);
+      for (int sp = 0; sp < splits; ++sp)
+        M = std::max(M, part_base[(first + sp) * slot_floats + q]);
       float L = 0.f;
       const int t = it.t_begin + q / rep;
       const int h = it.kv_head * rep + q % rep;

@@ -60,12 +60,12 @@ void attention_item(const AttnArgs& a, const AttnItem& it, AttnPartial* partial,
   const int hd = a.hd, rep = a.nh / a.nkv;
   const int nq = it.t_count * rep;
   const float ninf = -std::numeric_limits<float>::infinity();
-  float* sc = scratch;                          // [kAttnMaxQ, kChunk]
-  float* kr = sc + kAttnMaxQ * kChunk;          // [kChunk, hd]
-  float* vr = kr + int64_t{kChunk} * hd;        // [kChunk, hd]
-  float* acc = vr + int64_t{kChunk} * hd;       // [kAttnMaxQ, hd]
-  float* m = acc + int64_t{kAttnMaxQ} * hd;     // [kAttnMaxQ]
-  float* l = m + kAttnMaxQ;                     // [kAttnMaxQ]
+  float* sc = scratch;                       // [kAttnMaxQ, kChunk]
+  float* kr = sc + kAttnMaxQ * kChunk;       // [kChunk, hd]
+  float* vr = kr + int64_t{kChunk} * hd;     // [kChunk, hd]
+  float* acc = vr + int64_t{kChunk} * hd;    // [kAttnMaxQ, hd]
+  float* m = acc + int64_t{kAttnMaxQ} * hd;  // [kAttnMaxQ]
+  float* l = m + kAttnMaxQ;                  // [kAttnMaxQ]
   const float* q[kAttnMaxQ];
   int lo[kAttnMaxQ], hi[kAttnMaxQ];  // each q vector's valid keys [lo, hi)
   for (int i = 0; i < nq; ++i) {

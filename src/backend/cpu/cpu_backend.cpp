@@ -113,7 +113,9 @@ class CpuBackend final : public ComputeBackend {
              Tensor out) override {
     cpu::embed(static_cast<const cpu::CpuWeight&>(table), ids, n, scale, round, out);
   }
-  void rms_norm(Tensor x, Tensor w, float eps, Tensor out) override { cpu::rms_norm(x, w, eps, out); }
+  void rms_norm(Tensor x, Tensor w, float eps, Tensor out) override {
+    cpu::rms_norm(x, w, eps, out);
+  }
   void add_rms_norm(Tensor residual, Tensor y, const Tensor* w_y, const Tensor* w_out, float eps,
                     Tensor out) override {
     cpu::add_rms_norm(residual, y, w_y, w_out, eps, out);
@@ -121,9 +123,8 @@ class CpuBackend final : public ComputeBackend {
   void linear(Tensor x, const Weight& w, const Tensor* bias, Tensor out) override {
     cpu::linear(x, static_cast<const cpu::CpuWeight&>(w), bias, out);
   }
-  void qk_norm_rope(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_norm,
-                    const Tensor* k_norm, float eps, const int32_t* positions,
-                    Tensor inv_freq) override {
+  void qk_norm_rope(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_norm, const Tensor* k_norm,
+                    float eps, const int32_t* positions, Tensor inv_freq) override {
     cpu::qk_norm_rope(qkv, nh, nkv, hd, q_norm, k_norm, eps, positions, inv_freq);
   }
   void kv_store(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv,
@@ -155,6 +156,8 @@ class CpuBackend final : public ComputeBackend {
 
 }  // namespace
 
-std::unique_ptr<ComputeBackend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<ComputeBackend> make_cpu_backend() {
+  return std::make_unique<CpuBackend>();
+}
 
 }  // namespace tessera

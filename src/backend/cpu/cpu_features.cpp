@@ -40,16 +40,21 @@ Isa detected_isa() {
   static Isa d = detect();
   return d;
 }
-Isa active_isa() { return active().load(std::memory_order_relaxed); }
+Isa active_isa() {
+  return active().load(std::memory_order_relaxed);
+}
 void set_cpu_isa(Isa isa) {
   if (static_cast<int>(isa) > static_cast<int>(detected_isa())) isa = detected_isa();
   active().store(isa, std::memory_order_relaxed);
 }
 const char* isa_name(Isa isa) {
   switch (isa) {
-    case Isa::scalar: return "scalar";
-    case Isa::avx2: return "avx2";
-    case Isa::avx512: return "avx512";
+    case Isa::scalar:
+      return "scalar";
+    case Isa::avx2:
+      return "avx2";
+    case Isa::avx512:
+      return "avx512";
   }
   return "?";
 }

@@ -63,8 +63,8 @@ void set_linear_path(LinearPath p);
 void set_linear_k_block(int64_t pairs);
 LinearPath linear_path_for(int64_t M, const CpuWeight& w);
 void gemm_dnnl(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out);
-void embed(const CpuWeight& table, const int32_t* ids, int n, float scale, bool round_to_table_dtype,
-           Tensor out);
+void embed(const CpuWeight& table, const int32_t* ids, int n, float scale,
+           bool round_to_table_dtype, Tensor out);
 void rms_norm(Tensor x, Tensor w, float eps, Tensor out);
 void add_rms_norm(Tensor residual, Tensor y, const Tensor* w_y, const Tensor* w_out, float eps,
                   Tensor out);

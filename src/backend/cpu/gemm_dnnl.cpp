@@ -5,8 +5,8 @@
 // vdpbf16ps issues at half the FMA rate and that matmul ran at half its f32 speed.
 // Threading: the Debian oneDNN uses OpenMP; each tessera pool thread calls sgemm on its own tiles
 // with the OpenMP thread count set to 1 on that thread, so no OpenMP team competes with the pool.
-#include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <vector>
@@ -42,7 +42,8 @@ void gemm_dnnl(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out) {
   if (x.dtype != DType::f32) {
     a_buf.resize(static_cast<size_t>(M * K));
     for (int64_t m = 0; m < M; ++m)
-      for (int64_t k = 0; k < K; ++k) a_buf[m * K + k] = load_elem(x.data, x.dtype, m * x.stride + k);
+      for (int64_t k = 0; k < K; ++k)
+        a_buf[m * K + k] = load_elem(x.data, x.dtype, m * x.stride + k);
     A = a_buf.data();
     lda = K;
   }
@@ -77,7 +78,8 @@ void gemm_dnnl(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out) {
   });
   if (out.dtype != DType::f32)
     for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = 0; n < N; ++n) store_elem(out.data, out.dtype, m * out.stride + n, C[m * ldc + n]);
+      for (int64_t n = 0; n < N; ++n)
+        store_elem(out.data, out.dtype, m * out.stride + n, C[m * ldc + n]);
 }
 
 }  // namespace tessera::cpu

@@ -47,25 +47,31 @@ int prefetch_bytes() {
   return v;
 }
 
-// The portable reference: one output at a time, fp32 accumulation in k order.
+// The portable reference: one output at a time, fp32 accumulation in k order. Each panel (16
+// rows of W) is widened once and serves every row of x.
 void linear_scalar(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out) {
   const int64_t M = x.rows, K = x.cols, N = w.rows;
   const float* bias_p = bias ? bias->ptr<const float>() : nullptr;
   ThreadPool::global().parallel_for(
-      N,
-      [&](int64_t n0, int64_t n1, int) {
-        std::vector<float> xrow(static_cast<size_t>(K));
-        for (int64_t m = 0; m < M; ++m) {
-          for (int64_t k = 0; k < K; ++k) xrow[k] = load_elem(x.data, x.dtype, m * x.stride + k);
-          for (int64_t n = n0; n < n1; ++n) {
-            float acc = 0.f;
-            for (int64_t k = 0; k < K; ++k) acc += xrow[k] * w.at(n, k);
-            if (bias_p) acc += bias_p[n];
-            store_elem(out.data, out.dtype, m * out.stride + n, acc);
+      w.panels,
+      [&](int64_t p0, int64_t p1, int) {
+        std::vector<float> xrow(static_cast<size_t>(K)), wp(static_cast<size_t>(kPanel * K));
+        for (int64_t p = p0; p < p1; ++p) {
+          const int64_t rows = std::min(N, (p + 1) * kPanel) - p * kPanel;
+          for (int64_t j = 0; j < rows; ++j)
+            for (int64_t k = 0; k < K; ++k) wp[j * K + k] = w.at(p * kPanel + j, k);
+          for (int64_t m = 0; m < M; ++m) {
+            for (int64_t k = 0; k < K; ++k) xrow[k] = load_elem(x.data, x.dtype, m * x.stride + k);
+            for (int64_t j = 0; j < rows; ++j) {
+              float acc = 0.f;
+              for (int64_t k = 0; k < K; ++k) acc += xrow[k] * wp[j * K + k];
+              if (bias_p) acc += bias_p[p * kPanel + j];
+              store_elem(out.data, out.dtype, m * out.stride + p * kPanel + j, acc);
+            }
           }
         }
       },
-      kPanel);
+      1);
 }
 
 void linear_simd(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out, bool dpbf16) {
@@ -90,11 +96,13 @@ void linear_simd(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out, b
   } else {
     x_buf.resize(static_cast<size_t>(M * K));
     for (int64_t m = 0; m < M; ++m)
-      for (int64_t k = 0; k < K; ++k) x_buf[m * K + k] = load_elem(x.data, x.dtype, m * x.stride + k);
+      for (int64_t k = 0; k < K; ++k)
+        x_buf[m * K + k] = load_elem(x.data, x.dtype, m * x.stride + k);
     a.x = x_buf.data();
     a.x_stride = K;
   }
-  const int min_packed = isa == Isa::avx512 ? avx512::packed_x_min_rows() : avx2::packed_x_min_rows();
+  const int min_packed =
+      isa == Isa::avx512 ? avx512::packed_x_min_rows() : avx2::packed_x_min_rows();
   if (!dpbf16 && M >= min_packed) {
     xp_buf.resize(static_cast<size_t>(M * ((K + 1) / 2 * 2)));
     auto pack = isa == Isa::avx512 ? avx512::pack_x : avx2::pack_x;
@@ -140,13 +148,18 @@ void linear_simd(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out, b
   pool.parallel_dynamic(w.panels, chunk, [&](int64_t p0, int64_t p1, int) { kernel(a, p0, p1); });
   if (out.dtype != DType::f32)
     for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = 0; n < N; ++n) store_elem(out.data, out.dtype, m * out.stride + n, out_buf[m * N + n]);
+      for (int64_t n = 0; n < N; ++n)
+        store_elem(out.data, out.dtype, m * out.stride + n, out_buf[m * N + n]);
 }
 
 }  // namespace
 
-void set_linear_path(LinearPath p) { forced_path() = p; }
-void set_linear_k_block(int64_t pairs) { forced_k_block() = pairs; }
+void set_linear_path(LinearPath p) {
+  forced_path() = p;
+}
+void set_linear_k_block(int64_t pairs) {
+  forced_k_block() = pairs;
+}
 
 LinearPath linear_path_for(int64_t M, const CpuWeight& w) {
   const LinearPath f = forced_path();
@@ -159,9 +172,12 @@ LinearPath linear_path_for(int64_t M, const CpuWeight& w) {
 void linear(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out) {
   if (active_isa() == Isa::scalar) return linear_scalar(x, w, bias, out);
   switch (linear_path_for(x.rows, w)) {
-    case LinearPath::onednn: return gemm_dnnl(x, w, bias, out);
-    case LinearPath::dpbf16: return linear_simd(x, w, bias, out, true);
-    default: return linear_simd(x, w, bias, out, false);
+    case LinearPath::onednn:
+      return gemm_dnnl(x, w, bias, out);
+    case LinearPath::dpbf16:
+      return linear_simd(x, w, bias, out, true);
+    default:
+      return linear_simd(x, w, bias, out, false);
   }
 }
 

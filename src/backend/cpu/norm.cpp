@@ -29,11 +29,14 @@ void rms_norm(Tensor x, Tensor w, float eps, Tensor out) {
   const Isa isa = active_isa();
   if (isa != Isa::scalar && x.dtype == DType::f32 && out.dtype == DType::f32) {
     auto row = isa == Isa::avx512 ? avx512::rms_norm_row : avx2::rms_norm_row;
-    ThreadPool::global().parallel_for(x.rows, [&](int64_t r0, int64_t r1, int) {
-      for (int64_t r = r0; r < r1; ++r)
-        row(x.ptr<const float>() + r * x.stride, w.ptr<const float>(), eps, n,
-            out.ptr<float>() + r * out.stride);
-    }, kRowGrain);
+    ThreadPool::global().parallel_for(
+        x.rows,
+        [&](int64_t r0, int64_t r1, int) {
+          for (int64_t r = r0; r < r1; ++r)
+            row(x.ptr<const float>() + r * x.stride, w.ptr<const float>(), eps, n,
+                out.ptr<float>() + r * out.stride);
+        },
+        kRowGrain);
     return;
   }
   ThreadPool::global().parallel_for(x.rows, [&](int64_t r0, int64_t r1, int) {
@@ -52,12 +55,16 @@ void add_rms_norm(Tensor residual, Tensor y, const Tensor* w_y, const Tensor* w_
   const Isa isa = active_isa();
   if (isa != Isa::scalar && y.dtype == DType::f32 && (!w_out || out.dtype == DType::f32)) {
     auto row = isa == Isa::avx512 ? avx512::add_rms_norm_row : avx2::add_rms_norm_row;
-    ThreadPool::global().parallel_for(residual.rows, [&](int64_t r0, int64_t r1, int) {
-      for (int64_t r = r0; r < r1; ++r)
-        row(residual.ptr<float>() + r * residual.stride, y.ptr<const float>() + r * y.stride,
-            w_y ? w_y->ptr<const float>() : nullptr, w_out ? w_out->ptr<const float>() : nullptr,
-            eps, n, w_out ? out.ptr<float>() + r * out.stride : nullptr);
-    }, kRowGrain);
+    ThreadPool::global().parallel_for(
+        residual.rows,
+        [&](int64_t r0, int64_t r1, int) {
+          for (int64_t r = r0; r < r1; ++r)
+            row(residual.ptr<float>() + r * residual.stride, y.ptr<const float>() + r * y.stride,
+                w_y ? w_y->ptr<const float>() : nullptr,
+                w_out ? w_out->ptr<const float>() : nullptr, eps, n,
+                w_out ? out.ptr<float>() + r * out.stride : nullptr);
+        },
+        kRowGrain);
     return;
   }
   ThreadPool::global().parallel_for(residual.rows, [&](int64_t r0, int64_t r1, int) {

@@ -41,7 +41,8 @@ void scale_by_weight(const float* x, float inv, const float* w, int64_t n, float
   for (; i + W <= n; i += W) S::store(y + i, S::mul(S::mul(S::load(x + i), iv), S::load(w + i)));
   if (i < n) {
     const int r = static_cast<int>(n - i);
-    S::store_partial(y + i, S::mul(S::mul(S::load_partial(x + i, r), iv), S::load_partial(w + i, r)), r);
+    S::store_partial(y + i,
+                     S::mul(S::mul(S::load_partial(x + i, r), iv), S::load_partial(w + i, r)), r);
   }
 }
 

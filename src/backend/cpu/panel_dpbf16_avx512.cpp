@@ -31,7 +31,8 @@ void block(const LinArgs& a, int64_t p, int m0, bool pf) {
       w[q] = _mm512_loadu_si512(line);
     }
     for (int m = 0; m < MR; ++m) {
-      const __m512bh xv = (__m512bh)_mm512_set1_epi32(static_cast<int>(x[m * a.x_pairs_stride + kp]));
+      const __m512bh xv =
+          (__m512bh)_mm512_set1_epi32(static_cast<int>(x[m * a.x_pairs_stride + kp]));
       for (int q = 0; q < NP; ++q) acc[m][q] = _mm512_dpbf16_ps(acc[m][q], (__m512bh)w[q], xv);
     }
   }
@@ -51,14 +52,30 @@ void group(const LinArgs& a, int64_t p) {
   for (int m0 = 0; m0 < a.M; m0 += 8) {
     const bool pf = a.prefetch && m0 == 0;
     switch (std::min(8, a.M - m0)) {
-      case 1: block<1, NP>(a, p, m0, pf); break;
-      case 2: block<2, NP>(a, p, m0, pf); break;
-      case 3: block<3, NP>(a, p, m0, pf); break;
-      case 4: block<4, NP>(a, p, m0, pf); break;
-      case 5: block<5, NP>(a, p, m0, pf); break;
-      case 6: block<6, NP>(a, p, m0, pf); break;
-      case 7: block<7, NP>(a, p, m0, pf); break;
-      default: block<8, NP>(a, p, m0, pf); break;
+      case 1:
+        block<1, NP>(a, p, m0, pf);
+        break;
+      case 2:
+        block<2, NP>(a, p, m0, pf);
+        break;
+      case 3:
+        block<3, NP>(a, p, m0, pf);
+        break;
+      case 4:
+        block<4, NP>(a, p, m0, pf);
+        break;
+      case 5:
+        block<5, NP>(a, p, m0, pf);
+        break;
+      case 6:
+        block<6, NP>(a, p, m0, pf);
+        break;
+      case 7:
+        block<7, NP>(a, p, m0, pf);
+        break;
+      default:
+        block<8, NP>(a, p, m0, pf);
+        break;
     }
   }
 }

@@ -21,16 +21,16 @@ namespace tessera::cpu::simd {
 
 template <class S>
 struct PanelTile {
-  static constexpr int VP = 16 / S::W;                 // vectors per 16 outputs
+  static constexpr int VP = 16 / S::W;                  // vectors per 16 outputs
   static constexpr int kMaxRows = S::W == 16 ? 12 : 4;  // MR for big M
   static constexpr int kBigPanels = S::W == 16 ? 2 : 1;
   static constexpr int kSmallRows = S::W == 16 ? 2 : 1;  // M up to this streams more panels
   static constexpr int kSmallPanels = S::W == 16 ? 4 : 2;
 };
 
-// The pairs of k one block call covers. A long K is cut in blocks so that the x rows of a block
-// stay in L2 while a thread's panels pass over them; the partial sums wait in `out` between
-// blocks (first: start from zero; last: add the bias).
+// The pairs of k one block call covers. A long K is cut in blocks (kKBlockPairs) so that a block
+// of x is reused across a thread's panels before the next; the partial sums wait in `out`
+// between blocks (first: start from zero; last: add the bias).
 struct KBlock {
   int64_t kp0 = 0, kp1 = 0;
   bool first = true, last = true;
@@ -69,16 +69,21 @@ void pack_x(const float* x, int64_t stride, int M, int64_t K, int t0, int t1, fl
   for (int m0 = t0 * MR; m0 < std::min(M, t1 * MR); m0 += MR) {
     const int mr = std::min(MR, M - m0);
     float* t = dst + int64_t{m0} * 2 * pairs;
-    for (int m = 0; m < mr; ++m) {
-      // Whole pairs as 8-byte moves, then the odd k with its zero.
-      const float* row = x + (m0 + m) * stride;
-      const int64_t whole = K / 2;
-      for (int64_t kp = 0; kp < whole; ++kp) std::memcpy(t + kp * 2 * mr + 2 * m, row + 2 * kp, 8);
-      if (K % 2) {
-        t[whole * 2 * mr + 2 * m] = row[K - 1];
-        t[whole * 2 * mr + 2 * m + 1] = 0.f;
+    // Whole pairs as 8-byte moves, 64 pairs of every row at a time so that the tile's lines
+    // being filled stay in L1; then the odd k with its zero.
+    const int64_t whole = K / 2;
+    for (int64_t b = 0; b < whole; b += 64) {
+      const int64_t e = std::min(whole, b + 64);
+      for (int m = 0; m < mr; ++m) {
+        const float* row = x + (m0 + m) * stride;
+        for (int64_t kp = b; kp < e; ++kp) std::memcpy(t + kp * 2 * mr + 2 * m, row + 2 * kp, 8);
       }
     }
+    if (K % 2)
+      for (int m = 0; m < mr; ++m) {
+        t[whole * 2 * mr + 2 * m] = x[(m0 + m) * stride + K - 1];
+        t[whole * 2 * mr + 2 * m + 1] = 0.f;
+      }
   }
 }
 
@@ -115,15 +120,18 @@ void block_bf16(const LinArgs& a, const KBlock& kb, int64_t p, int m0, bool pf) 
     // Packed: one pointer, constant offsets (no per-row address registers).
     const float* t = a.xp + int64_t{m0} * 2 * pairs + kb.kp0 * 2 * MR;
     for (int64_t kp = kb.kp0; kp < kb.kp1; ++kp, t += 2 * MR)
-      step(kp, [&](int m) { return t[2 * m]; }, [&](int m) { return t[2 * m + 1]; });
+      step(
+          kp, [&](int m) { return t[2 * m]; }, [&](int m) { return t[2 * m + 1]; });
   } else {
     const float* x = a.x + m0 * a.x_stride;
     const int64_t whole = std::min(kb.kp1, a.K / 2);
     for (int64_t kp = kb.kp0; kp < whole; ++kp)
-      step(kp, [&](int m) { return x[m * a.x_stride + 2 * kp]; },
-           [&](int m) { return x[m * a.x_stride + 2 * kp + 1]; });
+      step(
+          kp, [&](int m) { return x[m * a.x_stride + 2 * kp]; },
+          [&](int m) { return x[m * a.x_stride + 2 * kp + 1]; });
     if (whole < kb.kp1)  // the last k of an odd K pairs with the zero padding of W
-      step(whole, [&](int m) { return x[m * a.x_stride + 2 * whole]; }, [](int) { return 0.f; });
+      step(
+          whole, [&](int m) { return x[m * a.x_stride + 2 * whole]; }, [](int) { return 0.f; });
   }
   for (int m = 0; m < MR; ++m)
     for (int q = 0; q < NP; ++q)
@@ -174,19 +182,24 @@ void block_f32(const LinArgs& a, const KBlock& kb, int64_t p, int m0, bool pf) {
 template <class S, int NP, template <class, int, int> class Block>
 void rows_of(const LinArgs& a, const KBlock& kb, int64_t p, int m0, int mr, bool pf) {
   switch (mr) {
-#define TS_PANEL_CASE(R) \
-  case R: Block<S, R, NP>::run(a, kb, p, m0, pf); return;
+#define TS_PANEL_CASE(R)                    \
+  case R:                                   \
+    Block<S, R, NP>::run(a, kb, p, m0, pf); \
+    return;
     TS_PANEL_CASE(1)
     TS_PANEL_CASE(2)
     TS_PANEL_CASE(3)
     TS_PANEL_CASE(4)
 #undef TS_PANEL_CASE
-    default: break;
+    default:
+      break;
   }
   if constexpr (PanelTile<S>::kMaxRows > 4) {
     switch (mr) {
-#define TS_PANEL_CASE(R) \
-  case R: Block<S, R, NP>::run(a, kb, p, m0, pf); return;
+#define TS_PANEL_CASE(R)                    \
+  case R:                                   \
+    Block<S, R, NP>::run(a, kb, p, m0, pf); \
+    return;
       TS_PANEL_CASE(5)
       TS_PANEL_CASE(6)
       TS_PANEL_CASE(7)
@@ -196,7 +209,8 @@ void rows_of(const LinArgs& a, const KBlock& kb, int64_t p, int m0, int mr, bool
       TS_PANEL_CASE(11)
       TS_PANEL_CASE(12)
 #undef TS_PANEL_CASE
-      default: break;
+      default:
+        break;
     }
   }
 }
@@ -210,16 +224,18 @@ void panel_group(const LinArgs& a, const KBlock& kb, int64_t p) {
     rows_of<S, NP, Block>(a, kb, p, m0, std::min(MR, a.M - m0), a.prefetch && m0 == 0);
 }
 
-// Bytes of x rows one K block may span (the rest of L2 holds the panels and the output rows).
-constexpr int64_t kKBlockBytes = int64_t{1} << 20;
+// Pairs of k per K block with more than a few rows. Measured (bench/NOTES-cpu.md): blocks
+// sized to keep x in L2 lose to long ones (each block sends every output through memory once
+// more, and x streams well from L3); 1024 pairs (K = 2048) only splits the down projection.
+constexpr int64_t kKBlockPairs = 1024;
 
 template <class S, template <class, int, int> class Block>
 void panels_range(const LinArgs& a, int64_t p0, int64_t p1) {
   using T = PanelTile<S>;
   const int64_t pairs = (a.K + 1) / 2;
-  const int64_t kcp = a.k_block_pairs > 0
-                          ? a.k_block_pairs
-                          : std::max<int64_t>(64, kKBlockBytes / (8 * std::max(a.M, 1)));
+  const int64_t kcp = a.k_block_pairs > 0    ? a.k_block_pairs
+                      : a.M <= T::kSmallRows ? pairs
+                                             : kKBlockPairs;
   for (int64_t kp0 = 0; kp0 < pairs; kp0 += kcp) {
     KBlock kb;
     kb.kp0 = kp0;
@@ -231,7 +247,8 @@ void panels_range(const LinArgs& a, int64_t p0, int64_t p1) {
       for (; p + T::kSmallPanels <= p1; p += T::kSmallPanels)
         panel_group<S, T::kSmallPanels, Block>(a, kb, p);
     } else {
-      for (; p + T::kBigPanels <= p1; p += T::kBigPanels) panel_group<S, T::kBigPanels, Block>(a, kb, p);
+      for (; p + T::kBigPanels <= p1; p += T::kBigPanels)
+        panel_group<S, T::kBigPanels, Block>(a, kb, p);
     }
     for (; p < p1; ++p) panel_group<S, 1, Block>(a, kb, p);
   }

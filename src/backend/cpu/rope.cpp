@@ -44,16 +44,19 @@ const RopeTable& rope_table(const float* inv, int half, const int32_t* positions
   t.cos.resize(static_cast<size_t>(T * half));
   t.sin.resize(static_cast<size_t>(T * half));
   t.last_use = clock;
-  ThreadPool::global().parallel_for(T, [&](int64_t t0, int64_t t1, int) {
-    for (int64_t i = t0; i < t1; ++i) {
-      const float pos = static_cast<float>(positions[i]);
-      for (int j = 0; j < half; ++j) {
-        const float ang = pos * inv[j];  // fp32, as transformers computes the angles
-        t.cos[i * half + j] = std::cos(ang);
-        t.sin[i * half + j] = std::sin(ang);
-      }
-    }
-  }, 8);
+  ThreadPool::global().parallel_for(
+      T,
+      [&](int64_t t0, int64_t t1, int) {
+        for (int64_t i = t0; i < t1; ++i) {
+          const float pos = static_cast<float>(positions[i]);
+          for (int j = 0; j < half; ++j) {
+            const float ang = pos * inv[j];  // fp32, as transformers computes the angles
+            t.cos[i * half + j] = std::cos(ang);
+            t.sin[i * half + j] = std::sin(ang);
+          }
+        }
+      },
+      8);
   return t;
 }
 
@@ -67,16 +70,19 @@ void qk_norm_rope(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_norm, con
   if (isa != Isa::scalar && qkv.dtype == DType::f32) {
     auto head_fn = isa == Isa::avx512 ? avx512::head_norm_rope : avx2::head_norm_rope;
     const RopeTable& tab = rope_table(inv, half, positions, qkv.rows);
-    ThreadPool::global().parallel_for(qkv.rows, [&](int64_t t0, int64_t t1, int) {
-      for (int64_t t = t0; t < t1; ++t) {
-        for (int h = 0; h < nh + nkv; ++h) {
-          const Tensor* nw = h < nh ? q_norm : k_norm;
-          head_fn(qkv.ptr<float>() + t * qkv.stride + int64_t{h} * hd, hd,
-                  nw ? nw->ptr<const float>() : nullptr, eps, tab.cos.data() + t * half,
-                  tab.sin.data() + t * half);
-        }
-      }
-    }, 4);
+    ThreadPool::global().parallel_for(
+        qkv.rows,
+        [&](int64_t t0, int64_t t1, int) {
+          for (int64_t t = t0; t < t1; ++t) {
+            for (int h = 0; h < nh + nkv; ++h) {
+              const Tensor* nw = h < nh ? q_norm : k_norm;
+              head_fn(qkv.ptr<float>() + t * qkv.stride + int64_t{h} * hd, hd,
+                      nw ? nw->ptr<const float>() : nullptr, eps, tab.cos.data() + t * half,
+                      tab.sin.data() + t * half);
+            }
+          }
+        },
+        4);
     return;
   }
   ThreadPool::global().parallel_for(qkv.rows, [&](int64_t t0, int64_t t1, int) {

@@ -28,7 +28,9 @@ void raw_logprobs(const float* row, int64_t V, int32_t chosen, int n, float* cho
   if (n <= 0) return;
   std::vector<int32_t> idx(static_cast<size_t>(V));
   std::iota(idx.begin(), idx.end(), 0);
-  auto better = [&](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); };
+  auto better = [&](int32_t a, int32_t b) {
+    return row[a] > row[b] || (row[a] == row[b] && a < b);
+  };
   std::partial_sort(idx.begin(), idx.begin() + std::min<int64_t>(n, V), idx.end(), better);
   for (int k = 0; k < n; ++k) {
     if (k < V) {
@@ -44,9 +46,12 @@ void raw_logprobs(const float* row, int64_t V, int32_t chosen, int n, float* cho
 // The first maximum (lowest id on ties).
 int32_t argmax(const float* l, int64_t V) {
   switch (active_isa()) {
-    case Isa::avx512: return static_cast<int32_t>(avx512::argmax(l, V));
-    case Isa::avx2: return static_cast<int32_t>(avx2::argmax(l, V));
-    default: break;
+    case Isa::avx512:
+      return static_cast<int32_t>(avx512::argmax(l, V));
+    case Isa::avx2:
+      return static_cast<int32_t>(avx2::argmax(l, V));
+    default:
+      break;
   }
   int64_t best = 0;
   for (int64_t i = 1; i < V; ++i)
@@ -149,7 +154,8 @@ void sample(Tensor logits, const SampleBatch& batch, SampleOutput& out) {
       }
       for (int i = 0; i < p.freq_count; ++i) {
         float& x = l[batch.penalty_ids[p.freq_begin + i]];
-        x -= p.presence_penalty + p.frequency_penalty * static_cast<float>(batch.penalty_counts[p.freq_begin + i]);
+        x -= p.presence_penalty +
+             p.frequency_penalty * static_cast<float>(batch.penalty_counts[p.freq_begin + i]);
       }
       for (int i = 0; i < p.suppress_count; ++i)
         l[batch.suppress_ids[p.suppress_begin + i]] = -std::numeric_limits<float>::infinity();

@@ -29,6 +29,11 @@ struct Simd {
   static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V div(V a, V b) { return _mm256_div_ps(a, b); }
+  // 1 / b to ~2 ulp: the 12-bit estimate and one Newton step.
+  static V recip(V b) {
+    const V r = _mm256_rcp_ps(b);
+    return _mm256_mul_ps(r, _mm256_fnmadd_ps(b, r, _mm256_set1_ps(2.f)));
+  }
   static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V max(V a, V b) { return _mm256_max_ps(a, b); }
   static V min(V a, V b) { return _mm256_min_ps(a, b); }
@@ -36,6 +41,13 @@ struct Simd {
   static V copysign(V a, V s) {
     const V m = _mm256_set1_ps(-0.0f);
     return _mm256_or_ps(_mm256_andnot_ps(m, a), _mm256_and_ps(m, s));
+  }
+  // Per lane: a where s has its sign bit set, else b.
+  static V select_neg(V s, V a, V b) { return _mm256_blendv_ps(b, a, s); }
+  // The first lane equal to x, or -1.
+  static int first_equal(V v, float x) {
+    const int m = _mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_set1_ps(x), _CMP_EQ_OQ));
+    return m ? __builtin_ctz(static_cast<unsigned>(m)) : -1;
   }
   static float reduce_add(V v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -53,7 +65,8 @@ struct Simd {
   static void bf16_pairs(const uint16_t* p, V& even, V& odd) {
     const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
     even = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
-    odd = _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
+    odd =
+        _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
   }
   static void bf16_pairs_partial(const uint16_t* p, int n, V& even, V& odd) {
     alignas(32) uint16_t buf[16] = {};
@@ -73,7 +86,8 @@ struct Simd {
   static __m128i to_bf16(V v) {
     const __m256i u = _mm256_castps_si256(v);
     const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
+    __m256i r = _mm256_srli_epi32(
+        _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
     const __m256i absu = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff));
     const __m256i nan = _mm256_cmpgt_epi32(absu, _mm256_set1_epi32(0x7f800000));
     const __m256i qn = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
@@ -99,12 +113,15 @@ struct Simd {
                                 _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
     const V n2 = _mm256_sub_ps(n, h);
     auto pow2 = [](V k) {
-      const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+      const __m256i e =
+          _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
       return _mm256_castsi256_ps(e);
     };
     return _mm256_mul_ps(_mm256_mul_ps(x, pow2(h)), pow2(n2));
   }
-  static V round_int(V x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V round_int(V x) {
+    return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
 };
 
 }  // namespace tessera::cpu::avx2

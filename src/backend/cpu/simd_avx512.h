@@ -12,7 +12,7 @@ namespace tessera::cpu::avx512 {
 
 struct Simd {
   using V = __m512;
-  static constexpr int W = 16;        // f32 lanes
+  static constexpr int W = 16;  // f32 lanes
   static constexpr bool kHasDpbf16 = true;
 
   static V zero() { return _mm512_setzero_ps(); }
@@ -28,6 +28,11 @@ struct Simd {
   static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V div(V a, V b) { return _mm512_div_ps(a, b); }
+  // 1 / b to ~1 ulp: the 14-bit estimate and one Newton step (a division costs ~8x more).
+  static V recip(V b) {
+    const V r = _mm512_rcp14_ps(b);
+    return _mm512_mul_ps(r, _mm512_fnmadd_ps(b, r, _mm512_set1_ps(2.f)));
+  }
   static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }  // a * b + c
   static V max(V a, V b) { return _mm512_max_ps(a, b); }
   static V min(V a, V b) { return _mm512_min_ps(a, b); }
@@ -35,8 +40,18 @@ struct Simd {
   // a with the sign of s: bitwise m ? s : a (ternary-logic table 0xD8)
   static V copysign(V a, V s) {
     const __m512i m = _mm512_set1_epi32(0x80000000);
-    return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(a),
-                                                         _mm512_castps_si512(s), m, 0xD8));
+    return _mm512_castsi512_ps(
+        _mm512_ternarylogic_epi32(_mm512_castps_si512(a), _mm512_castps_si512(s), m, 0xD8));
+  }
+  // Per lane: a where s has its sign bit set, else b.
+  static V select_neg(V s, V a, V b) {
+    const __mmask16 neg = _mm512_movepi32_mask(_mm512_castps_si512(s));
+    return _mm512_mask_blend_ps(neg, b, a);
+  }
+  // The first lane equal to x, or -1.
+  static int first_equal(V v, float x) {
+    const unsigned m = _mm512_cmpeq_ps_mask(v, _mm512_set1_ps(x));
+    return m ? __builtin_ctz(m) : -1;
   }
   static float reduce_add(V v) { return _mm512_reduce_add_ps(v); }
   static float reduce_max(V v) { return _mm512_reduce_max_ps(v); }
@@ -46,14 +61,16 @@ struct Simd {
   static void bf16_pairs(const uint16_t* p, V& even, V& odd) {
     const __m512i w = _mm512_loadu_si512(p);
     even = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
-    odd = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+    odd =
+        _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
   }
   // n < 2W bf16 values; missing ones read as 0.
   static void bf16_pairs_partial(const uint16_t* p, int n, V& even, V& odd) {
     const __mmask32 m = static_cast<__mmask32>((n >= 32 ? 0xffffffffull : ((1ull << n) - 1ull)));
     const __m512i w = _mm512_maskz_loadu_epi16(m, p);
     even = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
-    odd = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+    odd =
+        _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
   }
   // W bf16 values in order.
   static V load_bf16(const uint16_t* p) {
@@ -68,9 +85,10 @@ struct Simd {
   static __m256i to_bf16(V v) {
     const __m512i u = _mm512_castps_si512(v);
     const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                                  _mm512_set1_epi32(0x7f800000));
+    __m512i r = _mm512_srli_epi32(
+        _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(
+        _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
     r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
     return _mm512_cvtepi32_epi16(r);
   }

@@ -81,8 +81,8 @@ struct AttnPartial {
   int packed_x_tile_rows();                                                                      \
   void pack_x(const float* x, int64_t stride, int M, int64_t K, int t0, int t1, float* dst);     \
   void widen_panels(const LinArgs& a, int64_t p0, int np, float* dst, int64_t ld);               \
-  void attention_item(const AttnArgs& a, const AttnItem& it, AttnPartial* partial, float* out,    \
-                      int64_t out_stride, float* scratch);                                      \
+  void attention_item(const AttnArgs& a, const AttnItem& it, AttnPartial* partial, float* out,   \
+                      int64_t out_stride, float* scratch);                                       \
   void rms_norm_row(const float* x, const float* w, float eps, int64_t n, float* y);             \
   void add_rms_norm_row(float* res, const float* y, const float* w_y, const float* w_out,        \
                         float eps, int64_t n, float* out);                                       \

@@ -12,8 +12,12 @@ namespace tessera::cpu::TS_SIMD_NS {
 void linear_panels(const LinArgs& a, int64_t p0, int64_t p1) {
   simd::linear_panels<Simd>(a, p0, p1);
 }
-int packed_x_min_rows() { return simd::PanelTile<Simd>::kSmallRows + 1; }
-int packed_x_tile_rows() { return simd::PanelTile<Simd>::kMaxRows; }
+int packed_x_min_rows() {
+  return simd::PanelTile<Simd>::kSmallRows + 1;
+}
+int packed_x_tile_rows() {
+  return simd::PanelTile<Simd>::kMaxRows;
+}
 void pack_x(const float* x, int64_t stride, int M, int64_t K, int t0, int t1, float* dst) {
   simd::pack_x<Simd>(x, stride, M, K, t0, t1, dst);
 }
@@ -38,8 +42,12 @@ void head_norm_rope(float* head, int hd, const float* w, float eps, const float*
 void gated_act_row(const float* gate, const float* up, int64_t n, Activation act, float* out) {
   simd::gated_act_row<Simd>(gate, up, n, act, out);
 }
-void softcap_row(float* x, int64_t n, float cap) { simd::softcap_row<Simd>(x, n, cap); }
-int64_t argmax(const float* x, int64_t n) { return simd::argmax<Simd>(x, n); }
+void softcap_row(float* x, int64_t n, float cap) {
+  simd::softcap_row<Simd>(x, n, cap);
+}
+int64_t argmax(const float* x, int64_t n) {
+  return simd::argmax<Simd>(x, n);
+}
 void round_to_bf16(const float* src, int64_t n, uint16_t* dst) {
   simd::round_to_bf16<Simd>(src, n, dst);
 }

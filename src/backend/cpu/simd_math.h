@@ -53,22 +53,32 @@ typename S::V tanh(typename S::V y) {
   return S::copysign(S::div(e, S::add(e, S::set1(2.f))), y);
 }
 
+// t * sigmoid(t') written so that nothing overflows and the tails keep their relative accuracy:
+// with u = e^(-|t'|) in (0, 1], sigmoid(t') = 1 / (1 + u) for t' >= 0 and u / (1 + u) below 0;
+// the denominator is in [1, 2], so a reciprocal estimate plus one Newton step is exact to ~1 ulp.
+template <class S>
+typename S::V mul_sigmoid(typename S::V t, typename S::V arg) {
+  using V = typename S::V;
+  const V u = exp<S>(S::sub(S::zero(), S::abs(arg)));
+  const V r = S::recip(S::add(S::set1(1.f), u));
+  return S::mul(t, S::mul(r, S::select_neg(arg, u, S::set1(1.f))));
+}
+
 // GELU with the tanh approximation (transformers gelu_pytorch_tanh):
-// 0.5 g (1 + tanh(z)) = g / (1 + e^(-2z)), z = sqrt(2/pi) (g + 0.044715 g^3); the second form
+// 0.5 g (1 + tanh(z)) = g sigmoid(2z), z = sqrt(2/pi) (g + 0.044715 g^3); the second form
 // has no cancellation for negative g.
 template <class S>
 typename S::V gelu_tanh(typename S::V g) {
   using V = typename S::V;
   const V g3 = S::mul(S::mul(g, g), g);
   const V z = S::mul(S::set1(0.7978845608028654f), S::fmadd(S::set1(0.044715f), g3, g));
-  const V e = exp<S>(S::mul(S::set1(-2.f), z));
-  return S::div(g, S::add(S::set1(1.f), e));
+  return mul_sigmoid<S>(g, S::add(z, z));
 }
 
-// SiLU: g / (1 + e^-g)
+// SiLU: g sigmoid(g)
 template <class S>
 typename S::V silu(typename S::V g) {
-  return S::div(g, S::add(S::set1(1.f), exp<S>(S::sub(S::zero(), g))));
+  return mul_sigmoid<S>(g, g);
 }
 
 }  // namespace tessera::cpu::simd

@@ -26,10 +26,14 @@ void advise_huge_pages(void* p, size_t n) {
 
 float load_src(const void* src, DType dt, int64_t i) {
   switch (dt) {
-    case DType::f32: return static_cast<const float*>(src)[i];
-    case DType::bf16: return bf16_to_f32(static_cast<const uint16_t*>(src)[i]);
-    case DType::f16: return f16_to_f32(static_cast<const uint16_t*>(src)[i]);
-    default: TS_ASSERT(false && "unsupported weight dtype");
+    case DType::f32:
+      return static_cast<const float*>(src)[i];
+    case DType::bf16:
+      return bf16_to_f32(static_cast<const uint16_t*>(src)[i]);
+    case DType::f16:
+      return f16_to_f32(static_cast<const uint16_t*>(src)[i]);
+    default:
+      TS_ASSERT(false && "unsupported weight dtype");
   }
   return 0.f;
 }
@@ -45,34 +49,42 @@ void alloc_panels(CpuWeight& w, const char* what) {
   w.buffer = HostBuffer(w.bytes, what);
   advise_huge_pages(w.buffer.data(), w.bytes);
   // Zero the padding (rows past N, the odd k) in parallel, which also places the pages.
-  ThreadPool::global().parallel_for(w.panels, [&](int64_t p0, int64_t p1, int) {
-    const size_t pb = static_cast<size_t>(w.panel_elems) * dtype_size(w.dtype);
-    std::memset(w.buffer.as<char>() + p0 * pb, 0, (p1 - p0) * pb);
-  }, 64);
+  ThreadPool::global().parallel_for(
+      w.panels,
+      [&](int64_t p0, int64_t p1, int) {
+        const size_t pb = static_cast<size_t>(w.panel_elems) * dtype_size(w.dtype);
+        std::memset(w.buffer.as<char>() + p0 * pb, 0, (p1 - p0) * pb);
+      },
+      64);
 }
 
 void pack_rows(CpuWeight& w, int64_t n0, int64_t n, const void* src, DType src_dtype) {
   const int64_t K = w.cols;
-  ThreadPool::global().parallel_for(n, [&](int64_t r0, int64_t r1, int) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t row = n0 + r;
-      if (w.dtype == DType::bf16) {
-        uint16_t* dst = static_cast<uint16_t*>(w.buffer.data());
-        const int64_t base = w.offset(row, 0);
-        if (src_dtype == DType::bf16) {
-          const uint16_t* s = static_cast<const uint16_t*>(src) + r * K;
-          for (int64_t k = 0; k < K; ++k) dst[base + (k / 2) * 2 * kPanel + (k % 2)] = s[k];
-        } else {
-          for (int64_t k = 0; k < K; ++k)
-            dst[base + (k / 2) * 2 * kPanel + (k % 2)] = f32_to_bf16(load_src(src, src_dtype, r * K + k));
+  ThreadPool::global().parallel_for(
+      n,
+      [&](int64_t r0, int64_t r1, int) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t row = n0 + r;
+          if (w.dtype == DType::bf16) {
+            uint16_t* dst = static_cast<uint16_t*>(w.buffer.data());
+            const int64_t base = w.offset(row, 0);
+            if (src_dtype == DType::bf16) {
+              const uint16_t* s = static_cast<const uint16_t*>(src) + r * K;
+              for (int64_t k = 0; k < K; ++k) dst[base + (k / 2) * 2 * kPanel + (k % 2)] = s[k];
+            } else {
+              for (int64_t k = 0; k < K; ++k)
+                dst[base + (k / 2) * 2 * kPanel + (k % 2)] =
+                    f32_to_bf16(load_src(src, src_dtype, r * K + k));
+            }
+          } else {
+            float* dst = static_cast<float*>(w.buffer.data());
+            const int64_t base = w.offset(row, 0);
+            for (int64_t k = 0; k < K; ++k)
+              dst[base + k * kPanel] = load_src(src, src_dtype, r * K + k);
+          }
         }
-      } else {
-        float* dst = static_cast<float*>(w.buffer.data());
-        const int64_t base = w.offset(row, 0);
-        for (int64_t k = 0; k < K; ++k) dst[base + k * kPanel] = load_src(src, src_dtype, r * K + k);
-      }
-    }
-  }, kPanel);
+      },
+      kPanel);
 }
 
 }  // namespace tessera::cpu
