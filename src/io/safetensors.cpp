@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -180,18 +181,31 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   }
   std::string h = header.dump();
   while ((8 + h.size()) % 8 != 0) h.push_back(' ');  // keep the data 8-byte aligned
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) fail(ErrorKind::io, path + ": cannot create");
-  uint64_t len = h.size();
-  f.write(reinterpret_cast<const char*>(&len), 8);
-  f.write(h.data(), static_cast<std::streamsize>(h.size()));
-  for (const auto& t : tensors) {
-    int64_t n = 1;
-    for (int64_t d : t.shape) n *= d;
-    f.write(static_cast<const char*>(t.data),
-            static_cast<std::streamsize>(static_cast<size_t>(n) * dtype_size(t.dtype)));
+  // Written beside the target and renamed over it: a process that has the old file mapped
+  // keeps reading the old inode instead of taking SIGBUS when the file is truncated under it.
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) fail(ErrorKind::io, path + ": cannot create");
+    uint64_t len = h.size();
+    f.write(reinterpret_cast<const char*>(&len), 8);
+    f.write(h.data(), static_cast<std::streamsize>(h.size()));
+    for (const auto& t : tensors) {
+      int64_t n = 1;
+      for (int64_t d : t.shape) n *= d;
+      f.write(static_cast<const char*>(t.data),
+              static_cast<std::streamsize>(static_cast<size_t>(n) * dtype_size(t.dtype)));
+    }
+    f.flush();
+    if (!f) {
+      std::remove(tmp.c_str());
+      fail(ErrorKind::io, path + ": write failed");
+    }
   }
-  if (!f) fail(ErrorKind::io, path + ": write failed");
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    fail(ErrorKind::io, path + ": cannot replace: " + std::strerror(errno));
+  }
 }
 
 }  // namespace tessera

