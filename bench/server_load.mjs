@@ -90,12 +90,14 @@ export async function waitIdle(base, key, timeoutMs = 30_000) {
 }
 
 // requests streaming requests, at most `concurrency` at once; a `cancel` fraction of them is
-// aborted after a random number of text chunks.
-export async function runPhase({ base, key, model, requests, concurrency, cancel = 0, maxTokens = 6, seed = 1 }) {
+// aborted after a random number of text chunks, at most `cancelAfterMax` (default: any chunk
+// before the last).
+export async function runPhase({ base, key, model, requests, concurrency, cancel = 0, maxTokens = 6, seed = 1,
+                                 cancelAfterMax = maxTokens - 1 }) {
   const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey: key ?? 'none', maxRetries: 0, timeout: 600_000 });
   const rand = rng(seed);
   const plan = Array.from({ length: requests }, () =>
-    rand() < cancel ? 1 + Math.floor(rand() * Math.max(1, maxTokens - 1)) : null);
+    rand() < cancel ? 1 + Math.floor(rand() * Math.max(1, cancelAfterMax)) : null);
   const results = new Array(requests);
   let next = 0;
   const m0 = await readMetrics(base, key);

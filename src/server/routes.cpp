@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <new>
+#include <optional>
 
 #include "server/openai_request.h"
 #include "server/openai_response.h"
@@ -73,26 +74,79 @@ nlohmann::json request_json(const RequestContext& ctx) {
   return parse_json_body(ctx.body);
 }
 
+namespace {
+
+// The --api-key check: nullopt when the request may pass.
+std::optional<ApiError> auth_error(const ServerState& state, const httplib::Request& req) {
+  if (state.opts.api_key.empty() || req.path == "/health") return std::nullopt;
+  const std::string auth = req.get_header_value("Authorization");
+  const std::string prefix = "Bearer ";
+  if (auth.rfind(prefix, 0) == 0 &&
+      equal_constant_time(auth.substr(prefix.size()), state.opts.api_key))
+    return std::nullopt;
+  return ApiError(401,
+                  auth.empty() ? "missing API key: send it as 'Authorization: Bearer <key>'"
+                               : "incorrect API key provided",
+                  "authentication_error", "", "invalid_api_key");
+}
+
+bool has_body(const httplib::Request& req) {
+  return req.has_header("Transfer-Encoding") ||
+         (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
+}
+
+// A POST answered before its body was read (a wrong key, a multipart body, draining) must still
+// take the body off the connection: a keep-alive client sends its next request on the same
+// socket, and unread body bytes would be parsed as that request. Bodies within the size limit
+// are read and dropped; otherwise the response closes the connection.
+void discard_body(const httplib::Request& req, httplib::Response& res,
+                  const httplib::ContentReader& reader, size_t limit, bool reader_used) {
+  bool ok = !reader_used && res.status != 413;
+  if (ok) {
+    size_t n = 0;
+    auto drop = [&](const char*, size_t len) {
+      n += len;
+      return n <= limit;
+    };
+    ok = req.is_multipart_form_data()
+             ? reader([](const httplib::MultipartFormData&) { return true; }, drop)
+             : reader(drop);
+  }
+  if (!ok) res.set_header("Connection", "close");
+}
+
+}  // namespace
+
 void post(httplib::Server& svr, ServerState& state, const char* pattern, const char* endpoint,
           RouteHandler fn) {
   svr.Post(pattern, [&state, endpoint, fn](const httplib::Request& req, httplib::Response& res,
                                            const httplib::ContentReader& reader) {
+    bool reader_used = false, body_read = false;
     handle(state, endpoint, req, res, [&](RequestContext& ctx) {
+      if (auto e = auth_error(state, req)) {
+        res.set_header("WWW-Authenticate", "Bearer");
+        throw *e;
+      }
       if (req.is_multipart_form_data())
         bad_request(
             "multipart bodies are not accepted: send a JSON object (Content-Type: "
             "application/json)");
       const size_t limit = state.opts.max_body_bytes;
       bool too_large = false;
-      const bool ok = reader([&](const char* data, size_t n) {
-        if (ctx.body.size() + n > limit) {
-          too_large = true;
-          return false;
-        }
-        ctx.body.append(data, n);
-        return true;
-      });
       // httplib sets 413 itself when Content-Length alone exceeds the payload limit.
+      bool ok = false;
+      if (res.status != 413) {
+        reader_used = true;
+        ok = reader([&](const char* data, size_t n) {
+          if (ctx.body.size() + n > limit) {
+            too_large = true;
+            return false;
+          }
+          ctx.body.append(data, n);
+          return true;
+        });
+      }
+      body_read = ok;
       if (too_large || res.status == 413)
         throw ApiError(
             413,
@@ -102,6 +156,7 @@ void post(httplib::Server& svr, ServerState& state, const char* pattern, const c
       res.status = -1;
       fn(ctx);
     });
+    if (!body_read) discard_body(req, res, reader, state.opts.max_body_bytes, reader_used);
   });
 }
 
@@ -138,19 +193,14 @@ void handle(ServerState& state, const char* endpoint, const httplib::Request& re
 }
 
 void install_guards(httplib::Server& svr, ServerState& state) {
+  // Requests without a body are checked before routing. One with a body is checked once httplib
+  // or post() has read the body off the socket (see discard_body): by post() for the POST routes,
+  // by the error handler below for the rest (httplib reads the body before it answers 404).
   svr.set_pre_routing_handler([&state](const httplib::Request& req, httplib::Response& res) {
-    if (state.opts.api_key.empty() || req.path == "/health")
-      return httplib::Server::HandlerResponse::Unhandled;
-    const std::string auth = req.get_header_value("Authorization");
-    const std::string prefix = "Bearer ";
-    if (auth.rfind(prefix, 0) == 0 &&
-        equal_constant_time(auth.substr(prefix.size()), state.opts.api_key))
-      return httplib::Server::HandlerResponse::Unhandled;
-    set_error(res,
-              ApiError(401,
-                       auth.empty() ? "missing API key: send it as 'Authorization: Bearer <key>'"
-                                    : "incorrect API key provided",
-                       "authentication_error", "", "invalid_api_key"));
+    if (has_body(req)) return httplib::Server::HandlerResponse::Unhandled;
+    auto e = auth_error(state, req);
+    if (!e) return httplib::Server::HandlerResponse::Unhandled;
+    set_error(res, *e);
     res.set_header("WWW-Authenticate", "Bearer");
     state.count_http(endpoint_label(req.path), 401);
     return httplib::Server::HandlerResponse::Handled;
@@ -160,6 +210,12 @@ void install_guards(httplib::Server& svr, ServerState& state) {
                                                                       httplib::Response& res) {
     if (!res.body.empty() || res.is_chunked_content_provider_)
       return httplib::Server::HandlerResponse::Unhandled;
+    if (auto a = (res.status == 404 || res.status == 405) ? auth_error(state, req) : std::nullopt) {
+      set_error(res, *a);
+      res.set_header("WWW-Authenticate", "Bearer");
+      state.count_http(endpoint_label(req.path), 401);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     ApiError e(res.status, "", "invalid_request_error");
     const Known* k = known(req.path);
     if (res.status == 404 && k && req.method != k->method) {

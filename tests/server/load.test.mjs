@@ -7,8 +7,10 @@ import { BASE, KEY, MODEL, client, metrics } from './helpers.mjs';
 
 test('64 concurrent streams with client-side cancels: 0 failures, 0 KV blocks in use after', async () => {
   const before = await metrics();
+  // Aborts come after 1-2 chunks of a 32-token stream: the server has ~30 steps to see each one,
+  // so the count of server-side cancels below does not depend on how fast this machine is.
   const r = await runPhase({ base: BASE, key: KEY, model: MODEL, requests: 64, concurrency: 64, cancel: 0.25,
-                             maxTokens: 4, seed: 3 });
+                             maxTokens: 32, cancelAfterMax: 2, seed: 3 });
   assert.equal(r.failed, 0, r.failures.join('\n'));
   assert.equal(r.ok + r.cancelled, 64);
   assert.ok(r.cancelled >= 5, `only ${r.cancelled} cancels`);  // the plan aborts about 16
@@ -16,8 +18,8 @@ test('64 concurrent streams with client-side cancels: 0 failures, 0 KV blocks in
   assert.equal(r.running, 0);
   const after = await metrics();
   const key = 'tessera_sequences_finished_total{reason="cancelled"}';
-  // Aborted streams were cancelled in the server (not run to the end): at least most of them,
-  // since a cancel can race the last token.
+  // Aborted streams were cancelled in the server (not run to the end): at least most of them
+  // (a stream can still end early on a sampled EOS).
   assert.ok((after[key] ?? 0) - (before[key] ?? 0) >= Math.floor(r.cancelled / 2),
             `cancelled sequences: ${(after[key] ?? 0) - (before[key] ?? 0)} of ${r.cancelled} aborted streams`);
 });
