@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include "process_temp.h"
 
 namespace tessera::testing {
 
@@ -26,7 +27,7 @@ inline std::string shell_quote(const std::string& s) {
 inline CliResult run_tessera(const std::string& args, const std::string& stdin_text = "") {
   namespace fs = std::filesystem;
   static int counter = 0;
-  const fs::path dir = fs::temp_directory_path() / ("tessera_cli_" + std::to_string(::getpid()));
+  const fs::path dir = process_temp_dir("tessera_cli");
   fs::create_directories(dir);
   const std::string n = std::to_string(counter++);
   const fs::path out = dir / (n + ".out"), err = dir / (n + ".err"), in = dir / (n + ".in");

@@ -16,7 +16,9 @@ namespace {
 using testing::run_tessera;
 
 std::string write_jsonl(const std::string& name, const std::vector<nlohmann::json>& lines) {
-  const auto path = std::filesystem::temp_directory_path() / name;
+  const std::filesystem::path dir = testing::process_temp_dir("tessera_cli_jsonl");
+  std::filesystem::create_directories(dir);
+  const auto path = dir / name;
   std::ofstream f(path);
   for (const auto& l : lines) f << l.dump() << "\n";
   return path.string();
@@ -80,7 +82,9 @@ TEST(ClassifyCli, LastPositionLogitsAndTopLogprobs) {
 TEST(ClassifyCli, MalformedInputNamesTheLine) {
   const auto fx = testing::load_model_fixtures();
   ASSERT_FALSE(fx.empty());
-  const auto path = std::filesystem::temp_directory_path() / "classify_bad.jsonl";
+  const std::filesystem::path dir = testing::process_temp_dir("tessera_cli_jsonl");
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "classify_bad.jsonl";
   std::ofstream(path) << "{\"tokens\": [2, 3]}\n{\"tokens\": \"nope\"}\n";
   auto r = run_tessera("classify --model " + fx[0].dir + " --device cpu --input " + path.string());
   EXPECT_EQ(r.status, 1);

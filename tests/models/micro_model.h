@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/safetensors.h"
+#include "process_temp.h"
 
 namespace tessera::testing {
 
@@ -75,7 +76,7 @@ inline std::vector<MicroTensor> micro_gemma_tensors(const nlohmann::json& c, uin
 inline std::string write_micro_model(const std::string& name, const nlohmann::json& config,
                                      const std::vector<MicroTensor>& tensors) {
   namespace fs = std::filesystem;
-  fs::path dir = fs::temp_directory_path() / ("tessera_test_" + name);
+  fs::path dir = process_temp_dir("tessera_test_" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::ofstream(dir / "config.json") << config.dump(2);

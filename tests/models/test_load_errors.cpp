@@ -12,6 +12,7 @@
 #include "micro_model.h"
 #include "models/model.h"
 #include "tessera/error.h"
+#include "process_temp.h"
 
 namespace tessera {
 namespace {
@@ -233,8 +234,7 @@ TEST(LoadErrors, TokenIdsValidated) {
 // directory while a server runs from it) must not pull the pages out from under that reader: the
 // writer replaces the file by rename, so the old mapping keeps the old bytes.
 TEST(LoadErrors, RewritingAMappedFileKeepsTheOldMapping) {
-  const auto path =
-      std::filesystem::temp_directory_path() / ("tessera_remap_" + std::to_string(::getpid()));
+  const std::filesystem::path path = testing::process_temp_dir("tessera_remap");
   std::vector<float> a(4096, 1.5f), b(16, 2.5f);
   write_safetensors(path.string(), {{"w", DType::f32, {4096}, a.data()}});
   SafetensorsFile mapped(path.string());
