@@ -11,8 +11,8 @@
 #include "io/safetensors.h"
 #include "micro_model.h"
 #include "models/model.h"
-#include "tessera/error.h"
 #include "process_temp.h"
+#include "tessera/error.h"
 
 namespace tessera {
 namespace {
