@@ -14,8 +14,8 @@ namespace tessera::cpu::test {
 namespace {
 
 std::string tiny_model(DType dt) {
-  const std::string dir = testing::process_temp_dir(
-      "tessera_cpu_test_tiny_" + std::string(dt == DType::f32 ? "f32" : "bf16"));
+  const std::string dir = testing::process_temp_dir("tessera_cpu_test_tiny_" +
+                                                    std::string(dt == DType::f32 ? "f32" : "bf16"));
   if (!std::filesystem::exists(dir + "/model.safetensors")) {
     MakeModelOptions o;
     o.preset = "gemma3-tiny";

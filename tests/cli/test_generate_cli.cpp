@@ -9,8 +9,8 @@
 
 #include "../models/fixtures.h"
 #include "cli_runner.h"
-#include "tokenizer/tokenizer.h"
 #include "process_temp.h"
+#include "tokenizer/tokenizer.h"
 
 namespace tessera {
 namespace {

@@ -5,8 +5,8 @@
 #include <filesystem>
 
 #include "models/presets.h"
-#include "tessera/engine.h"
 #include "process_temp.h"
+#include "tessera/engine.h"
 
 namespace tessera {
 namespace {
