@@ -129,6 +129,9 @@ nlohmann::json metrics_json(const Metrics& m) {
 }
 
 void print_metrics(const Metrics& m) {
+  // Whatever text went to stdout comes first, also when stdout is a pipe (fully buffered) and
+  // both streams end up in one place (`2>&1 | tail`).
+  std::fflush(stdout);
   std::fprintf(
       stderr,
       "prompt %d tokens (%d cached) | generated %d tokens | ttft %.1f ms | prefill %.1f ms "
