@@ -90,6 +90,16 @@ std::optional<ApiError> auth_error(const ServerState& state, const httplib::Requ
                   "authentication_error", "", "invalid_api_key");
 }
 
+// Answers a request that failed the key check (outside post(), which throws the error instead).
+httplib::Server::HandlerResponse reject_unauthorized(ServerState& state,
+                                                     const httplib::Request& req,
+                                                     httplib::Response& res, const ApiError& e) {
+  set_error(res, e);
+  res.set_header("WWW-Authenticate", "Bearer");
+  state.count_http(endpoint_label(req.path), 401);
+  return httplib::Server::HandlerResponse::Handled;
+}
+
 bool has_body(const httplib::Request& req) {
   return req.has_header("Transfer-Encoding") ||
          (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
@@ -199,23 +209,16 @@ void install_guards(httplib::Server& svr, ServerState& state) {
   svr.set_pre_routing_handler([&state](const httplib::Request& req, httplib::Response& res) {
     if (has_body(req)) return httplib::Server::HandlerResponse::Unhandled;
     auto e = auth_error(state, req);
-    if (!e) return httplib::Server::HandlerResponse::Unhandled;
-    set_error(res, *e);
-    res.set_header("WWW-Authenticate", "Bearer");
-    state.count_http(endpoint_label(req.path), 401);
-    return httplib::Server::HandlerResponse::Handled;
+    return e ? reject_unauthorized(state, req, res, *e)
+             : httplib::Server::HandlerResponse::Unhandled;
   });
   // httplib calls this for every response with status >= 400; ours already have a body.
   svr.set_error_handler(httplib::Server::HandlerWithResponse([&state](const httplib::Request& req,
                                                                       httplib::Response& res) {
     if (!res.body.empty() || res.is_chunked_content_provider_)
       return httplib::Server::HandlerResponse::Unhandled;
-    if (auto a = (res.status == 404 || res.status == 405) ? auth_error(state, req) : std::nullopt) {
-      set_error(res, *a);
-      res.set_header("WWW-Authenticate", "Bearer");
-      state.count_http(endpoint_label(req.path), 401);
-      return httplib::Server::HandlerResponse::Handled;
-    }
+    if (auto a = (res.status == 404 || res.status == 405) ? auth_error(state, req) : std::nullopt)
+      return reject_unauthorized(state, req, res, *a);
     ApiError e(res.status, "", "invalid_request_error");
     const Known* k = known(req.path);
     if (res.status == 404 && k && req.method != k->method) {

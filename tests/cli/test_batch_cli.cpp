@@ -82,16 +82,15 @@ TEST(ClassifyCli, LastPositionLogitsAndTopLogprobs) {
 TEST(ClassifyCli, MalformedInputNamesTheLine) {
   const auto fx = testing::load_model_fixtures();
   ASSERT_FALSE(fx.empty());
-  const std::filesystem::path dir = testing::process_temp_dir("tessera_cli_jsonl");
-  std::filesystem::create_directories(dir);
-  const auto path = dir / "classify_bad.jsonl";
-  std::ofstream(path) << "{\"tokens\": [2, 3]}\n{\"tokens\": \"nope\"}\n";
-  auto r = run_tessera("classify --model " + fx[0].dir + " --device cpu --input " + path.string());
+  const std::string path = write_jsonl("classify_bad.jsonl", {nlohmann::json{{"tokens", {2, 3}}},
+                                                              nlohmann::json{{"tokens", "nope"}}});
+  auto r = run_tessera("classify --model " + fx[0].dir + " --device cpu --input " + path);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("classify_bad.jsonl:2: \"tokens\" must be an array"), std::string::npos)
       << r.err;
-  std::ofstream(path) << "{\"tokens\": [2, 3]}\n{\"tokens\": [2, 999999]}\n";
-  r = run_tessera("classify --model " + fx[0].dir + " --device cpu --input " + path.string());
+  write_jsonl("classify_bad.jsonl",
+              {nlohmann::json{{"tokens", {2, 3}}}, nlohmann::json{{"tokens", {2, 999999}}}});
+  r = run_tessera("classify --model " + fx[0].dir + " --device cpu --input " + path);
   EXPECT_EQ(r.status, 1);  // one prompt failed, the other is still answered
   auto out = parse_lines(r.out);
   ASSERT_EQ(out.size(), 2u);

@@ -2,7 +2,6 @@
 // --min-tokens as min_new_tokens), stop strings split across tokens, and a clear error with a
 // non-zero exit for every bad option.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>

@@ -1,14 +1,13 @@
 #include "tokenizer/mini_tokenizer.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
-#include <vector>
+
+#include "process_temp.h"
 
 namespace tessera::test {
 
@@ -49,34 +48,12 @@ nlohmann::json MiniTokenizer::to_json() const {
           {"model", model}};
 }
 
-namespace {
-
-// Every directory write() made, removed when the test program exits.
-struct TempDirs {
-  std::mutex mu;
-  std::vector<std::filesystem::path> dirs;
-  ~TempDirs() {
-    std::error_code ec;
-    for (const auto& d : dirs) std::filesystem::remove_all(d, ec);
-  }
-};
-TempDirs& temp_dirs() {
-  static TempDirs t;
-  return t;
-}
-
-}  // namespace
-
 std::string MiniTokenizer::write() const {
   static std::atomic<int> counter{0};
-  namespace fs = std::filesystem;
-  fs::path dir = fs::temp_directory_path() /
-                 ("tessera_tok_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
-  fs::create_directories(dir);
-  {
-    std::lock_guard<std::mutex> lock(temp_dirs().mu);
-    temp_dirs().dirs.push_back(dir);
-  }
+  // Removed when the test program exits.
+  const std::filesystem::path dir =
+      testing::process_temp_dir("tessera_tok_" + std::to_string(counter++));
+  std::filesystem::create_directories(dir);
   std::ofstream(dir / "tokenizer.json") << to_json().dump();
   if (!config_text.empty()) std::ofstream(dir / "tokenizer_config.json") << config_text;
   return dir.string();

@@ -1,14 +1,14 @@
 // `tessera tokenize` / `tessera detokenize` as scripts call them: ids and text equal the Hugging
 // Face goldens, JSONL in and out in order, and a clear error with exit status 1 for bad input.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/cli_runner.h"
+#include "process_temp.h"
 #include "tokenizer/tokenizer_fixtures.h"
 
 namespace tessera::test {
@@ -17,49 +17,15 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-struct CliRun {
-  int status = -1;
-  std::string out, err;
-};
+using CliRun = testing::CliResult;
+using testing::run_tessera;
+using testing::shell_quote;
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
+// Removed when the test program exits.
 fs::path scratch_dir() {
-  // Removed when the test program exits.
-  static struct Dir {
-    fs::path path = fs::temp_directory_path() / ("tessera_tok_cli_" + std::to_string(getpid()));
-    ~Dir() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  } dir;
-  fs::create_directories(dir.path);
-  return dir.path;
-}
-
-CliRun tessera(const std::string& args) {
-  static int n = 0;
-  fs::path dir = scratch_dir();
-  fs::path out = dir / (std::to_string(n) + ".out"), err = dir / (std::to_string(n) + ".err");
-  ++n;
-  std::string cmd = std::string(TESSERA_BINARY_DIR) + "/tessera " + args + " >" + out.string() +
-                    " 2>" + err.string() + " </dev/null";
-  int raw = std::system(cmd.c_str());
-  CliRun r;
-  if (WIFEXITED(raw)) r.status = WEXITSTATUS(raw);
-  auto slurp = [](const fs::path& p) {
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-  };
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
+  const fs::path dir = testing::process_temp_dir("tessera_tok_cli");
+  fs::create_directories(dir);
+  return dir;
 }
 
 std::string csv(const std::vector<int32_t>& ids) {
@@ -80,18 +46,18 @@ TEST(TokenizeCli, TextAndDetokenizeMatchTheGoldens) {
   for (size_t i : {125ul, 207ul, 292ul, 193ul, 312ul}) {
     const std::string& text = corpus()[i];
     if (text.find('\0') != std::string::npos) continue;  // cannot be an argument
-    CliRun plain = tessera("tokenize --tokenizer " + dir + " --text " + quote(text));
+    CliRun plain = run_tessera("tokenize --tokenizer " + dir + " --text " + shell_quote(text));
     ASSERT_EQ(plain.status, 0) << plain.err;
     EXPECT_EQ(plain.out, csv(gold[i].ids_plain) + "\n") << text;
-    CliRun special = tessera("tokenize --tokenizer " + dir +
-                             "/tokenizer.json --special --json --text " + quote(text));
+    CliRun special = run_tessera("tokenize --tokenizer " + dir +
+                                 "/tokenizer.json --special --json --text " + shell_quote(text));
     ASSERT_EQ(special.status, 0) << special.err;
     EXPECT_EQ(json::parse(special.out)["ids"].get<std::vector<int32_t>>(), gold[i].ids);
-    CliRun dec = tessera("detokenize --tokenizer " + dir + " --ids " + csv(gold[i].ids));
+    CliRun dec = run_tessera("detokenize --tokenizer " + dir + " --ids " + csv(gold[i].ids));
     ASSERT_EQ(dec.status, 0) << dec.err;
     EXPECT_EQ(dec.out, gold[i].decoded + "\n");
-    CliRun skip = tessera("detokenize --tokenizer " + dir + " --skip-special --json --ids " +
-                          csv(gold[i].ids));
+    CliRun skip = run_tessera("detokenize --tokenizer " + dir + " --skip-special --json --ids " +
+                              csv(gold[i].ids));
     ASSERT_EQ(skip.status, 0) << skip.err;
     EXPECT_EQ(json::parse(skip.out)["text"], gold[i].decoded_skip);
   }
@@ -106,7 +72,7 @@ TEST(TokenizeCli, JsonlInOrder) {
     for (const std::string& t : corpus()) f << json{{"text", t}}.dump() << "\n";
   }
   std::string tok = fs::path(tokenizer_path("qwen3")).parent_path().string();
-  CliRun r = tessera("tokenize --tokenizer " + tok + " --jsonl " + in.string() + " --json");
+  CliRun r = run_tessera("tokenize --tokenizer " + tok + " --jsonl " + in.string() + " --json");
   ASSERT_EQ(r.status, 0) << r.err;
   std::istringstream lines(r.out);
   std::string line;
@@ -131,7 +97,7 @@ TEST(TokenizeCli, BadInputFailsWithAMessage) {
       {"tokenize --tokenizer " + tok, "give one of --text or --jsonl"},
       {"tokenize --tokenizer " + tok + " --text a --jsonl " + bad.string(), "give one of"},
       {"tokenize --tokenizer /nonexistent --text a", "/nonexistent"},
-      {"tokenize --tokenizer " + tok + " --text " + quote("a\xff"), "not valid UTF-8"},
+      {"tokenize --tokenizer " + tok + " --text " + shell_quote("a\xff"), "not valid UTF-8"},
       {"tokenize --tokenizer " + tok + " --jsonl " + bad.string(), "bad.jsonl:2"},
       {"tokenize --tokenizer " + tok + " --jsonl /nonexistent.jsonl", "cannot open"},
       {"detokenize --tokenizer " + tok + " --ids 1,x", "'x' is not a token id"},
@@ -139,7 +105,7 @@ TEST(TokenizeCli, BadInputFailsWithAMessage) {
       {"detokenize --tokenizer " + tok + " --ids 999999", "vocabulary size 128256"},
   };
   for (const Case& c : cases) {
-    CliRun r = tessera(c.args);
+    CliRun r = run_tessera(c.args);
     EXPECT_EQ(r.status, 1) << c.args << "\n" << r.err;
     EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
     EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err;
