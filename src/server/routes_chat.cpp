@@ -39,10 +39,7 @@ void chat(RequestContext& ctx) {
   engine.validate(r.gen);
   check_context(engine, n_prompt, r.gen.max_tokens, "messages");
 
-  auto run = std::make_shared<ChoiceRun>(
-      ctx.state, ctx.endpoint, make_choices({ids}, r.gen, r.n),
-      ConnectionWatch::find(ctx.req.remote_addr, ctx.req.remote_port, ctx.req.local_port),
-      ctx.t_start);
+  auto run = start_choices(ctx, {ids}, r.gen, r.n);
   const std::string id = new_response_id("chatcmpl-");
   const int64_t created = static_cast<int64_t>(std::time(nullptr));
   const std::string& model = ctx.state.opts.model_name;
@@ -54,7 +51,6 @@ void chat(RequestContext& ctx) {
     fmt.created = created;
     fmt.include_usage = r.include_usage;
     fmt.logprobs = r.logprobs;
-    for (const auto& s : run->specs()) fmt.choice_prompt.push_back(s.prompt);
     fmt.prompt_tokens = {n_prompt};
     stream_response(ctx, run, std::move(fmt));
     return;

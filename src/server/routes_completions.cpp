@@ -25,10 +25,7 @@ void completions(RequestContext& ctx) {
   std::vector<int> prompt_tokens;
   for (const auto& p : prompts) prompt_tokens.push_back(static_cast<int>(p.size()));
 
-  auto run = std::make_shared<ChoiceRun>(
-      ctx.state, ctx.endpoint, make_choices(prompts, r.gen, r.n),
-      ConnectionWatch::find(ctx.req.remote_addr, ctx.req.remote_port, ctx.req.local_port),
-      ctx.t_start);
+  auto run = start_choices(ctx, prompts, r.gen, r.n);
   const std::string id = new_response_id("cmpl-");
   const int64_t created = static_cast<int64_t>(std::time(nullptr));
   const std::string& model = ctx.state.opts.model_name;
@@ -40,7 +37,6 @@ void completions(RequestContext& ctx) {
     fmt.created = created;
     fmt.include_usage = r.include_usage;
     fmt.logprobs = r.logprobs.has_value();
-    for (const auto& s : run->specs()) fmt.choice_prompt.push_back(s.prompt);
     fmt.prompt_tokens = prompt_tokens;
     stream_response(ctx, run, std::move(fmt));
     return;

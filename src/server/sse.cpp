@@ -4,7 +4,18 @@ namespace tessera::server {
 
 using Item = ChoiceRun::Item;
 
+std::shared_ptr<ChoiceRun> start_choices(RequestContext& ctx,
+                                         const std::vector<std::vector<int32_t>>& prompts,
+                                         const GenerateOptions& gen, int n) {
+  return std::make_shared<ChoiceRun>(
+      ctx.state, ctx.endpoint, make_choices(prompts, gen, n),
+      ConnectionWatch::find(ctx.req.remote_addr, ctx.req.remote_port, ctx.req.local_port),
+      ctx.t_start);
+}
+
 void stream_response(RequestContext& ctx, std::shared_ptr<ChoiceRun> run, StreamFormat fmt) {
+  fmt.choice_prompt.clear();
+  for (const auto& s : run->specs()) fmt.choice_prompt.push_back(s.prompt);
   std::vector<Item> first;
   std::vector<char> seen(run->size(), 0);
   size_t unseen = run->size();

@@ -3,12 +3,14 @@
 
 #include <sys/wait.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 #include "process_temp.h"
 
 namespace tessera::testing {
@@ -22,6 +24,16 @@ inline std::string shell_quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
+}
+
+// Token ids as the CLI's --tokens / --ids take them: 2,17,99.
+inline std::string ids_arg(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(ids[i]);
+  }
+  return s;
 }
 
 inline CliResult run_tessera(const std::string& args, const std::string& stdin_text = "") {

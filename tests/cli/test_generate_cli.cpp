@@ -14,17 +14,9 @@
 namespace tessera {
 namespace {
 
+using testing::ids_arg;
 using testing::run_tessera;
 using testing::shell_quote;
-
-std::string join(const std::vector<int32_t>& ids) {
-  std::string s;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(ids[i]);
-  }
-  return s;
-}
 
 TEST(GenerateCli, GreedyMatchesTransformersFixtures) {
   for (const auto& f : testing::load_model_fixtures()) {
@@ -32,7 +24,7 @@ TEST(GenerateCli, GreedyMatchesTransformersFixtures) {
       for (bool min : {false, true}) {
         const auto& want = min ? f.greedy_min[s] : f.greedy[s];
         auto r = run_tessera("generate --model " + f.dir + " --device cpu --dtype f32 --tokens " +
-                             join(f.sequences[s]) + " --temperature 0 --max-tokens 12" +
+                             ids_arg(f.sequences[s]) + " --temperature 0 --max-tokens 12" +
                              (min ? " --min-tokens 12" : "") + " --json");
         ASSERT_EQ(r.status, 0) << r.err;
         auto j = nlohmann::json::parse(r.out);

@@ -18,6 +18,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 using CliRun = testing::CliResult;
+using testing::ids_arg;
 using testing::run_tessera;
 using testing::shell_quote;
 
@@ -26,15 +27,6 @@ fs::path scratch_dir() {
   const fs::path dir = testing::process_temp_dir("tessera_tok_cli");
   fs::create_directories(dir);
   return dir;
-}
-
-std::string csv(const std::vector<int32_t>& ids) {
-  std::string s;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(ids[i]);
-  }
-  return s;
 }
 
 TEST(TokenizeCli, TextAndDetokenizeMatchTheGoldens) {
@@ -48,16 +40,16 @@ TEST(TokenizeCli, TextAndDetokenizeMatchTheGoldens) {
     if (text.find('\0') != std::string::npos) continue;  // cannot be an argument
     CliRun plain = run_tessera("tokenize --tokenizer " + dir + " --text " + shell_quote(text));
     ASSERT_EQ(plain.status, 0) << plain.err;
-    EXPECT_EQ(plain.out, csv(gold[i].ids_plain) + "\n") << text;
+    EXPECT_EQ(plain.out, ids_arg(gold[i].ids_plain) + "\n") << text;
     CliRun special = run_tessera("tokenize --tokenizer " + dir +
                                  "/tokenizer.json --special --json --text " + shell_quote(text));
     ASSERT_EQ(special.status, 0) << special.err;
     EXPECT_EQ(json::parse(special.out)["ids"].get<std::vector<int32_t>>(), gold[i].ids);
-    CliRun dec = run_tessera("detokenize --tokenizer " + dir + " --ids " + csv(gold[i].ids));
+    CliRun dec = run_tessera("detokenize --tokenizer " + dir + " --ids " + ids_arg(gold[i].ids));
     ASSERT_EQ(dec.status, 0) << dec.err;
     EXPECT_EQ(dec.out, gold[i].decoded + "\n");
     CliRun skip = run_tessera("detokenize --tokenizer " + dir + " --skip-special --json --ids " +
-                              csv(gold[i].ids));
+                              ids_arg(gold[i].ids));
     ASSERT_EQ(skip.status, 0) << skip.err;
     EXPECT_EQ(json::parse(skip.out)["text"], gold[i].decoded_skip);
   }
