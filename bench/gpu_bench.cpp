@@ -5,7 +5,7 @@
 // writes everything as JSON.
 //
 //   tessera_gpu_bench --model DIR [--only decode_b1,prefill_4096] [--reps 3] [--json out.json]
-//                     [--no-graphs] [--crossover]
+//                     [--no-graphs] [--crossover] [--decode-ops]
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
   CLI::App app{"tessera GPU benchmark (the hf_peer.py workloads)"};
   std::string model_dir, only, json_out;
   int reps = 3;
-  bool no_graphs = false, crossover = false;
+  bool no_graphs = false, crossover = false, decode_ops = false;
   std::string profile;
   app.add_option("--model", model_dir, "Hugging Face model directory")->required();
   app.add_option("--only", only, "comma-separated workloads");
@@ -157,6 +157,8 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_out, "write the results here");
   app.add_flag("--no-graphs", no_graphs, "run decode steps eagerly");
   app.add_flag("--crossover", crossover, "time GEMV vs cuBLASLt per layer shape and M");
+  app.add_flag("--decode-ops", decode_ops,
+               "time the decode step's GEMVs and attention per launch inside CUDA graphs");
   app.add_option("--profile", profile,
                  "bracket one step for ncu --profile-from-start off: decode_b1 (decode step 100) "
                  "or a forward workload (prefill_4096, ttft_512, classify_256x64)");
@@ -200,6 +202,8 @@ int main(int argc, char** argv) {
         }
       res["crossover"] = cx;
     }
+
+    if (decode_ops) std::printf("\n%s", cuda::decode_ops_report(std::max(reps, 5)).c_str());
 
     MemoryTracker& mt = memory_tracker(Device::cuda);
     const double tl = now_s();

@@ -26,8 +26,11 @@ struct AttnCase {
 };
 
 // Builds the batch (one KV group), a cache holding random K/V at every position a sequence has
-// written (NaN elsewhere, and in blocks the window released) and runs both backends.
-void run_case(const AttnCase& c, bool graphs_off = true) {
+// written (NaN elsewhere, and in blocks the window released) and runs both backends. With `rope`,
+// qk_norm_rope (q/k norms with random weights when `norms`) and kv_store of the new tokens come
+// first, as the decoder issues them (one fused kernel on CUDA), and the stored k and v are
+// compared too.
+void run_case(const AttnCase& c, bool graphs_off = true, bool rope = false, bool norms = false) {
 #ifdef TESSERA_HAVE_CUDA
   auto* ctl = cuda::cuda_controls(*cuda());
   const bool old_graphs = ctl->graphs;
@@ -93,6 +96,20 @@ void run_case(const AttnCase& c, bool graphs_off = true) {
   KvLayerView kc{k.c.view.data, v.c.view.data, c.kv_dt, nblocks, bs, c.nkv, c.hd};
   KvLayerView kg{k.g.view.data, v.g.view.data, c.kv_dt, nblocks, bs, c.nkv, c.hd};
   const float scale = 1.f / std::sqrt(static_cast<float>(c.hd));
+  std::vector<float> invf(c.hd / 2);
+  for (int j = 0; j < c.hd / 2; ++j)
+    invf[j] = 1.f / std::pow(10000.f, 2.f * static_cast<float>(j) / static_cast<float>(c.hd));
+  Pair inv = make_pair(1, c.hd / 2, DType::f32, invf);
+  Pair qn = make_pair(1, c.hd, DType::f32, randn(c.hd, 0.3f, 1.f));
+  Pair kn = make_pair(1, c.hd, DType::f32, randn(c.hd, 0.3f, 1.f));
+  if (rope) {
+    cpu().qk_norm_rope(qkv.c.view.rows_from(0, T), c.nh, c.nkv, c.hd, norms ? &qn.c.view : nullptr,
+                       norms ? &kn.c.view : nullptr, 1e-6f, vc.positions, inv.c.view);
+    cpu().kv_store(qkv.c.view.rows_from(0, T), c.nh, c.nkv, c.hd, kc, vc.groups[0].slot_mapping);
+    cuda()->qk_norm_rope(qkv.g.view, c.nh, c.nkv, c.hd, norms ? &qn.g.view : nullptr,
+                         norms ? &kn.g.view : nullptr, 1e-6f, vg.positions, inv.g.view);
+    cuda()->kv_store(qkv.g.view, c.nh, c.nkv, c.hd, kg, vg.groups[0].slot_mapping);
+  }
   cpu().attention(qkv.c.view.rows_from(0, T), c.nh, c.nkv, c.hd, kc, vc, 0, scale, c.window,
                   c.softcap, out.c.view.rows_from(0, T));
   cuda()->attention(qkv.g.view, c.nh, c.nkv, c.hd, kg, vg, 0, scale, c.window, c.softcap,
@@ -109,6 +126,20 @@ void run_case(const AttnCase& c, bool graphs_off = true) {
     const size_t e = a + static_cast<size_t>(hb.seq_q_len[s]) * out_cols;
     EXPECT_LT(rel_err({gr.begin() + a, gr.begin() + e}, {rr.begin() + a, rr.begin() + e}), 1e-2)
         << "sequence " << s << " (q " << c.seqs[s].q_len << ", kv " << c.seqs[s].kv_len << ")";
+  }
+  if (rope) {  // the new tokens' k and v as stored
+    const auto kgh = read(*cuda(), k.g, c.kv_dt), kch = read(cpu(), k.c, c.kv_dt);
+    const auto vgh = read(*cuda(), v.g, c.kv_dt), vch = read(cpu(), v.c, c.kv_dt);
+    std::vector<float> a, b, av, bv;
+    for (int t = 0; t < T; ++t) {
+      const size_t o = static_cast<size_t>(hb.groups[0].slot_mapping[t]) * slot_elems;
+      a.insert(a.end(), kgh.begin() + o, kgh.begin() + o + slot_elems);
+      b.insert(b.end(), kch.begin() + o, kch.begin() + o + slot_elems);
+      av.insert(av.end(), vgh.begin() + o, vgh.begin() + o + slot_elems);
+      bv.insert(bv.end(), vch.begin() + o, vch.begin() + o + slot_elems);
+    }
+    EXPECT_LT(rel_err(a, b), 1e-2) << "stored k";
+    EXPECT_EQ(av, bv) << "stored v";
   }
   // Padding rows (graph buckets) attend to nothing: zeros, not NaN.
   for (size_t i = static_cast<size_t>(T) * out_cols; i < g.size(); ++i)
@@ -167,6 +198,18 @@ TEST(CudaAttention, PaddedDecodeBucketAttendsToNothing) {
             DType::bf16,
             {{1, 9}, {1, 20}, {1, 33}, {1, 44}, {1, 55}, {1, 66}, {1, 77}, {1, 88}, {1, 99}}},
            false);
+}
+
+// Decode steps as the decoder runs them: rope + kv store, then the decode attention reading the
+// new key (in the first, a middle or the last split, or alone in a split of its own).
+TEST(CudaAttention, DecodeAfterRopeAndKvStore) {
+  TS_REQUIRE_CUDA();
+  const std::vector<SeqSpec> seqs = {{1, 1}, {1, 60}, {1, 64}, {1, 65}, {1, 133}, {1, 700}};
+  run_case({4, 1, 256, 0, 0.f, DType::bf16, seqs}, true, true, true);
+  run_case({4, 1, 256, 512, 0.f, DType::bf16, seqs}, true, true, true);
+  run_case({4, 1, 256, 512, 0.f, DType::bf16, {{1, 4100}, {1, 513}}}, false, true, true);
+  run_case({8, 2, 128, 0, 0.f, DType::bf16, seqs}, true, true, false);
+  run_case({14, 2, 64, 0, 0.f, DType::bf16, {{1, 77}, {1, 33}}}, true, true, true);
 }
 
 }  // namespace

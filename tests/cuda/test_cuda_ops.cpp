@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <sstream>
 
 #include "cuda_test_util.h"
 #include "tessera/error.h"
@@ -271,43 +272,90 @@ TEST(CudaOps, LinearAllPaths) {
 }
 #endif
 
-// A GEMV followed by an add_rms_norm of its output runs as one kernel on CUDA (the GEMV's last
-// block does the norm): residual and normed output must match the two CPU ops, with and without
-// the norm on y and on the output.
+// Decode-sized batches: add_rms_norm followed by a GEMV on its output runs as one kernel (the
+// GEMV computes the norm), and a gate_up GEMV followed by gated_act as another (the GEMV's
+// epilogue). Both must match the CPU ops, and match the CUDA backend's own unfused kernels (with
+// the same GEMV kernel) bit for bit: the fused code runs their arithmetic. With and without the
+// norm on y, with a bias, for M = 1, 2 and 5.
 #ifdef TESSERA_HAVE_CUDA
-TEST(CudaOps, GemvThenAddRmsNormFused) {
+namespace {
+
+struct FusedCase {
+  int M, N, K;
+  bool gated, w_y, bias;
+};
+
+struct FusedRun {
+  std::vector<float> res, h, out;
+};
+
+// add_rms_norm(res, y) -> h, then linear(h) -> out (and gated_act(out) -> a when gated), on
+// `be`; returns res, h and the layer's result.
+FusedRun run_fused_case(ComputeBackend& be, const FusedCase& c, const WeightPair& w,
+                        const std::vector<float>& res0, const std::vector<float>& y0,
+                        const std::vector<float>& wy0, const std::vector<float>& wo0,
+                        const std::vector<float>& bias0, Activation act) {
+  auto arr = [&](int64_t r, int64_t cols, DType dt, const std::vector<float>& v) {
+    DeviceArray a = be.alloc_array(r, cols, dt, "test");
+    const auto bytes = encode(v, dt);
+    be.copy_to_device(a.view.data, bytes.data(), bytes.size());
+    return a;
+  };
+  const int64_t outc = c.gated ? c.N / 2 : c.N;
+  DeviceArray res = arr(c.M, c.K, DType::f32, res0), y = arr(c.M, c.K, DType::bf16, y0);
+  DeviceArray wy = arr(1, c.K, DType::f32, wy0), wo = arr(1, c.K, DType::f32, wo0);
+  DeviceArray bias = arr(1, c.N, DType::f32, bias0);
+  DeviceArray h = arr(c.M, c.K, DType::bf16, std::vector<float>(c.M * c.K, NAN));
+  DeviceArray gu = arr(c.M, c.N, DType::bf16, std::vector<float>(c.M * c.N, NAN));
+  DeviceArray a = arr(c.M, outc, DType::bf16, std::vector<float>(c.M * outc, NAN));
+  const Weight& wt = &be == &cpu() ? *w.c : *w.g;
+  be.add_rms_norm(res.view, y.view, c.w_y ? &wy.view : nullptr, &wo.view, 1e-6f, h.view);
+  be.linear(h.view, wt, c.bias ? &bias.view : nullptr, gu.view);
+  if (c.gated) be.gated_act(gu.view, act, a.view);
+  FusedRun r;
+  r.res = read(be, res, DType::f32);
+  r.h = read(be, h, DType::bf16);
+  r.out = c.gated ? read(be, a, DType::bf16) : read(be, gu, DType::bf16);
+  return r;
+}
+
+}  // namespace
+
+TEST(CudaOps, DecodeGemvFusions) {
   TS_REQUIRE_CUDA();
   auto* ctl = cuda::cuda_controls(*cuda());
-  const bool old = ctl->fuse_norm;
-  ctl->fuse_norm = true;
-  for (int M : {1, 2, 5}) {
-    for (int variant = 0; variant < 3; ++variant) {
-      const int N = 1152, K = variant == 2 ? 6912 : 1024;
-      WeightPair w = make_weight(N, K, DType::bf16);
-      Pair x = random_pair(M, K, DType::bf16);
-      Pair y = random_pair(M, N, DType::bf16);
-      Pair res = random_pair(M, N, DType::f32, 2.f);
-      Pair wy = make_pair(1, N, DType::f32, randn(N, 0.2f, 1.f));
-      Pair wo = make_pair(1, N, DType::f32, randn(N, 0.2f, 1.f));
-      Pair h = random_pair(M, N, DType::bf16);
-      poison(y);
-      poison(h);
-      const Tensor* wyc = variant == 1 ? nullptr : &wy.c.view;
-      const Tensor* wyg = variant == 1 ? nullptr : &wy.g.view;
-      const Tensor* woc = variant == 2 ? nullptr : &wo.c.view;
-      const Tensor* wog = variant == 2 ? nullptr : &wo.g.view;
-      cpu().linear(x.c.view, *w.c, nullptr, y.c.view);
-      cpu().add_rms_norm(res.c.view, y.c.view, wyc, woc, 1e-6f, h.c.view);
-      cuda()->linear(x.g.view, *w.g, nullptr, y.g.view);
-      cuda()->add_rms_norm(res.g.view, y.g.view, wyg, wog, 1e-6f, h.g.view);
-      EXPECT_LT(pair_err(y), kBf16Tol) << "M " << M << " variant " << variant;
-      EXPECT_LT(pair_err(res), kBf16Tol) << "M " << M << " variant " << variant;
-      if (woc) {
-        EXPECT_LT(pair_err(h), kBf16Tol) << "M " << M << " variant " << variant;
-      }
+  ASSERT_NE(ctl, nullptr);
+  const FusedCase cases[] = {
+      {1, 1536, 1152, false, true, false}, {2, 1536, 1152, false, false, true},
+      {5, 1152, 1152, false, true, false}, {1, 13824, 1152, true, true, false},
+      {2, 13824, 1152, true, true, true},  {5, 1024, 576, true, false, false},
+      {1, 2304, 6912, false, true, false}};
+  for (const FusedCase& c : cases) {
+    for (Activation act : {Activation::gelu_tanh, Activation::silu}) {
+      if (!c.gated && act == Activation::silu) continue;
+      WeightPair w = make_weight(c.N, c.K, DType::bf16);
+      const auto res0 = randn(static_cast<size_t>(c.M) * c.K, 2.f);
+      const auto y0 = randn(static_cast<size_t>(c.M) * c.K);
+      const auto wy0 = randn(c.K, 0.2f, 1.f), wo0 = randn(c.K, 0.2f, 1.f), b0 = randn(c.N, 0.5f);
+      const FusedRun ref = run_fused_case(cpu(), c, w, res0, y0, wy0, wo0, b0, act);
+      ctl->fuse_gemv = false;
+      ctl->gemv_kind = 3;  // the streaming GEMV, as the fused path: the same sums
+      const FusedRun plain = run_fused_case(*cuda(), c, w, res0, y0, wy0, wo0, b0, act);
+      ctl->gemv_kind = 1;
+      ctl->fuse_gemv = true;
+      const FusedRun fused = run_fused_case(*cuda(), c, w, res0, y0, wy0, wo0, b0, act);
+      std::ostringstream what;
+      what << "M " << c.M << " N " << c.N << " K " << c.K << (c.gated ? " gated" : "")
+           << (c.w_y ? " w_y" : "") << (c.bias ? " bias" : "")
+           << (act == Activation::silu ? " silu" : "");
+      EXPECT_LT(rel_err(fused.res, ref.res), 1e-5) << what.str();
+      EXPECT_LT(rel_err(fused.h, ref.h), kBf16Tol) << what.str();
+      EXPECT_LT(rel_err(fused.out, ref.out), kBf16Tol) << what.str();
+      EXPECT_EQ(fused.res, plain.res) << what.str();
+      EXPECT_EQ(fused.h, plain.h) << what.str();
+      EXPECT_EQ(fused.out, plain.out) << what.str();
     }
   }
-  ctl->fuse_norm = old;
 }
 #endif
 

@@ -5,20 +5,11 @@
 
 #include "backend/cuda/activation.h"
 #include "backend/cuda/cuda_common.h"
+#include "backend/cuda/device_math.cuh"
 
 namespace tessera::cuda {
 
 namespace {
-
-template <Activation A>
-__device__ __forceinline__ float act_fn(float g) {
-  if constexpr (A == Activation::gelu_tanh) {
-    const float k0 = 0.7978845608028654f;  // sqrt(2 / pi)
-    return 0.5f * g * (1.f + tanhf(k0 * (g + 0.044715f * g * g * g)));
-  } else {
-    return g / (1.f + expf(-g));
-  }
-}
 
 template <Activation A, class TI, class TO>
 __global__ void gated_act_kernel(const TI* __restrict__ gu, int64_t gs, TO* __restrict__ out,

@@ -48,6 +48,8 @@ bool attention_fast_supported(const AttnParams& p);
 int attention_decode_splits(const AttnParams& p, int kv_cap);
 // Workspace floats for the partial results and ints for the per-(seq, kv head) counters.
 size_t attention_decode_partial_floats(const AttnParams& p, int nsplit);
+// Whether the merge of `nsplit` splits fits the kernel's shared memory (else: attention_generic).
+bool attention_decode_fits(const AttnParams& p, int nsplit);
 // Sequences with seq_q_len != 1 are skipped. `counters` must be zero (the kernel leaves them so).
 void attention_decode(const AttnParams& p, int nsplit, float* partials, int* counters,
                       cudaStream_t st);

@@ -1,14 +1,22 @@
-// Split-KV decode attention (flash-decoding) for sequences with one new token. Grid
-// (split, kv head, sequence); a block takes 64 keys of one split for all q heads that share the
-// kv head (GQA: K/V rows are read once for the rep heads). The split's slots are looked up once,
-// its K and V rows arrive in shared memory in one round of cp.async, and the scores and the
-// weighted sum are computed from there by 4 warps of 16 keys each, so that the block costs about
-// two memory latencies rather than one per key. With one split the block writes the result;
-// otherwise it writes a partial (max, sum, unnormalised output) and the last block to finish --
-// found with an atomic counter per (sequence, kv head) -- merges them, so no second launch.
-// Splits are counted from the first key the token sees: a sliding layer launches at most
-// window / 64 + 1 of them.
-// ref: cpu/attention.cpp; FlashDecoding (Dao et al. 2023) for the split and merge.
+// Split-KV decode attention (flash-decoding) for sequences with one new token, on the tensor
+// cores. Grid (split, kv head, sequence); a block takes kC = 64 keys of one split for the rep
+// (<= 8) q heads that share the kv head, as a 16-row tile (rows >= rep are zeros), so that GQA
+// reads each K/V row once.
+//
+// A decode step pays latency here, not bandwidth (a few hundred keys per sequence), and an
+// earlier CUDA-core version spent ~2,000 instructions per warp on the dot products, shuffles and
+// exponentials of its 64 keys (about 8 us per block, bench/NOTES-cuda.md run 10). With
+// mma.m16n8k16 a warp does its share in ~40 instructions: the block's chain is slots (block
+// table, before the PDL wait) -> q, K and V rows into shared memory in one round of cp.async
+// (rows padded by 16 bytes, so ldmatrix is free of bank conflicts) -> S = q K^T (each warp 8 keys)
+// -> softmax per head (one warp per head, scores in log2 units, P rounded to bf16 as
+// transformers' eager attention rounds its probabilities) -> O = P V (each warp HD / 8 dims).
+// With one split the block writes O / l; otherwise it writes a partial (max, sum, unnormalised
+// O) and the last block to finish -- an atomic counter per (sequence, kv head) -- merges them,
+// so no second launch. Splits are counted from the first key the token sees: a sliding layer
+// launches at most window / 64 + 1.
+// ref: cpu/attention.cpp; FlashDecoding (Dao et al. 2023) for the split and merge; the PTX ISA's
+// mma.m16n8k16 fragment layouts.
 #include <algorithm>
 
 #include "backend/cuda/attention.h"
@@ -19,39 +27,72 @@ namespace tessera::cuda {
 namespace {
 
 constexpr int kC = kDecodeKeysPerSplit;  // 64
-constexpr int kThreads = 128;
+constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kKeysPerWarp = kC / kWarps;  // 16
-constexpr int kMaxRep = kDecodeMaxRep;
+constexpr int kMaxRep = kDecodeMaxRep;  // 8
+constexpr float kLog2e = 1.4426950408889634f;
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-__device__ __forceinline__ void bf16x8_to_f32(uint4 u, float* f) {
-  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 v = __bfloat1622float2(h[i]);
-    f[2 * i] = v.x;
-    f[2 * i + 1] = v.y;
-  }
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p)));
 }
+__device__ __forceinline__ void ldsm_x2(uint32_t (&r)[2], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ void ldsm_x2_trans(uint32_t (&r)[2], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(smem_u32(p)));
+}
+// c += a (16x16 bf16, row) * b (16x8 bf16, col), fp32 accumulation.
+__device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4],
+                                         const uint32_t (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// 2^(a - b) for a rescale where a may be -inf (nothing seen): 0 then.
+__device__ __forceinline__ float rescale(float a, float b) {
+  return a == -INFINITY ? 0.f : exp2f(a - b);
+}
+
+template <int HD>
+struct DecodeSmem {
+  static constexpr int kRow = HD + 8;   // bf16 per padded K / V / q row
+  static constexpr int kPRow = kC + 8;  // bf16 per padded P row
+  static constexpr int kSRow = kC + 4;  // floats per score row
+  static constexpr size_t kK = 0;
+  static constexpr size_t kV = kK + static_cast<size_t>(kC) * kRow * 2;
+  static constexpr size_t kQ = kV + static_cast<size_t>(kC) * kRow * 2;
+  static constexpr size_t kS = kQ + static_cast<size_t>(16) * kRow * 2;
+  static constexpr size_t kP = kS + static_cast<size_t>(16) * kSRow * 4;
+  static constexpr size_t kBytes = kP + static_cast<size_t>(16) * kPRow * 2;
+};
 
 template <int HD>
 __global__ void __launch_bounds__(kThreads)
     attn_decode_kernel(AttnParams p, int nsplit, float* __restrict__ part,
                        int* __restrict__ counters) {
-  constexpr int CH = HD / 8;     // 16-byte chunks per K/V row
-  constexpr int LPK = CH;        // lanes per key: one chunk each
-  constexpr int KPI = 32 / LPK;  // keys a warp covers per iteration (1, 2 or 4)
-  constexpr int ITERS = kKeysPerWarp / KPI;
+  using L = DecodeSmem<HD>;
+  constexpr int CH = HD / 8;  // 16-byte chunks per row
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  bf16* Ks = reinterpret_cast<bf16*>(smem_raw);  // [kC][HD]; reused for the warp reduction
-  bf16* Vs = Ks + kC * HD;                       // [kC][HD]
-  __shared__ float sc[kMaxRep][kC];
+  bf16* Ks = reinterpret_cast<bf16*>(smem_raw + L::kK);    // [kC][kRow]
+  bf16* Vs = reinterpret_cast<bf16*>(smem_raw + L::kV);    // [kC][kRow]
+  bf16* Qs = reinterpret_cast<bf16*>(smem_raw + L::kQ);    // [16][kRow]
+  float* Ss = reinterpret_cast<float*>(smem_raw + L::kS);  // [16][kSRow]
+  bf16* Ps = reinterpret_cast<bf16*>(smem_raw + L::kP);    // [16][kPRow]
   __shared__ int slots[kC];
-  __shared__ float ms[kMaxRep], ls[kMaxRep];
+  __shared__ float fm[kMaxRep], fl[kMaxRep];
   __shared__ int is_last;
 
   const int s = blockIdx.z, kvh = blockIdx.y, x = blockIdx.x, tid = threadIdx.x;
@@ -78,6 +119,7 @@ __global__ void __launch_bounds__(kThreads)
   const int base = (first + x) * kC;
   const int k0 = max(lo, base), k1 = min(hi + 1, base + kC);  // keys [k0, k1)
 
+  // Block tables were uploaded before this forward began: look the slots up before the wait.
   if (tid < kC) {
     const int key = base + tid;
     int slot = -1;
@@ -87,152 +129,131 @@ __global__ void __launch_bounds__(kThreads)
     }
     slots[tid] = slot;
   }
-  // Batch arrays and block tables were uploaded before this forward began; the query and the K/V
-  // (this step's row was stored by the kernel just before) need the previous kernel done.
+  __syncthreads();
+  // The query and this step's K/V row come from the kernels just before.
   pdl_wait();
   pdl_trigger();
-  const int warp = tid >> 5, lane = tid & 31;
-  const int key_sub = lane / LPK, chunk = lane % LPK;
-  // This lane's 8 q values of each head of the group (independent of the slot lookups).
-  float q[kMaxRep][8];
   {
+    const bf16* K = static_cast<const bf16*>(p.k);
+    const bf16* V = static_cast<const bf16*>(p.v);
     const bf16* qrow = static_cast<const bf16*>(p.qkv) + static_cast<int64_t>(t) * p.qkv_stride +
-                       static_cast<int64_t>(kvh) * rep * HD + chunk * 8;
-#pragma unroll
-    for (int r = 0; r < kMaxRep; ++r) {
+                       static_cast<int64_t>(kvh) * rep * HD;
+    for (int c = tid; c < kC * CH; c += kThreads) {
+      const int j = c / CH, ch = c % CH;
+      const int slot = slots[j];
+      bf16* kd = Ks + j * L::kRow + ch * 8;
+      bf16* vd = Vs + j * L::kRow + ch * 8;
+      if (slot >= 0) {
+        const int64_t off = (static_cast<int64_t>(slot) * p.nkv + kvh) * HD + ch * 8;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(kd)),
+                     "l"(K + off));
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(vd)),
+                     "l"(V + off));
+      } else {  // zeros: a masked key's V must not be NaN (0 * NaN)
+        *reinterpret_cast<uint4*>(kd) = make_uint4(0, 0, 0, 0);
+        *reinterpret_cast<uint4*>(vd) = make_uint4(0, 0, 0, 0);
+      }
+    }
+    for (int c = tid; c < 16 * CH; c += kThreads) {
+      const int r = c / CH, ch = c % CH;
+      bf16* qd = Qs + r * L::kRow + ch * 8;
       if (r < rep) {
-        bf16x8_to_f32(*reinterpret_cast<const uint4*>(qrow + r * HD), q[r]);
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(qd)),
+                     "l"(qrow + r * HD + ch * 8));
       } else {
-#pragma unroll
-        for (int i = 0; i < 8; ++i) q[r][i] = 0.f;
+        *reinterpret_cast<uint4*>(qd) = make_uint4(0, 0, 0, 0);
       }
     }
+    asm volatile("cp.async.commit_group;\ncp.async.wait_all;\n" ::: "memory");
   }
   __syncthreads();
-  // K and V rows of the split into shared memory; keys outside [k0, k1) become zeros.
-  const bf16* K = static_cast<const bf16*>(p.k);
-  const bf16* V = static_cast<const bf16*>(p.v);
-  for (int c = tid; c < kC * CH; c += kThreads) {
-    const int j = c / CH, part = c % CH;
-    const int slot = slots[j];
-    bf16* kd = Ks + j * HD + part * 8;
-    bf16* vd = Vs + j * HD + part * 8;
-    if (slot >= 0) {
-      const int64_t off = (static_cast<int64_t>(slot) * p.nkv + kvh) * HD + part * 8;
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(kd)), "l"(K + off));
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(vd)), "l"(V + off));
-    } else {
-      *reinterpret_cast<uint4*>(kd) = make_uint4(0, 0, 0, 0);
-      *reinterpret_cast<uint4*>(vd) = make_uint4(0, 0, 0, 0);
+  const int warp = tid >> 5, lane = tid & 31;
+  const int g = lane >> 2, tq = lane & 3;  // mma fragment row group and column pair
+
+  // S = q K^T: warp w scores keys [8 w, 8 w + 8) for the 16 rows.
+  {
+    float c[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) {
+      uint32_t a[4], b[2];
+      ldsm_x4(a, Qs + (lane & 15) * L::kRow + kk * 16 + (lane >> 4) * 8);
+      ldsm_x2(b, Ks + (warp * 8 + (lane & 7)) * L::kRow + kk * 16 + ((lane >> 3) & 1) * 8);
+      mma_bf16(c, a, b);
+    }
+    const float inv_cap = p.softcap > 0.f ? 1.f / p.softcap : 0.f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int row = g + (i >> 1) * 8, key = warp * 8 + tq * 2 + (i & 1);
+      float d = c[i] * p.scale;
+      if (p.softcap > 0.f) d = tanhf(d * inv_cap) * p.softcap;
+      Ss[row * L::kSRow + key] = slots[key] >= 0 ? d * kLog2e : -INFINITY;
     }
   }
-  asm volatile("cp.async.commit_group;\ncp.async.wait_all;\n" ::: "memory");
   __syncthreads();
-
-  // Scores: warp w scores keys [16 w, 16 w + 16); the LPK lanes of a key split its dims.
-#pragma unroll
-  for (int it = 0; it < ITERS; ++it) {
-    const int j = warp * kKeysPerWarp + it * KPI + key_sub;
-    float kf[8];
-    bf16x8_to_f32(*reinterpret_cast<const uint4*>(Ks + j * HD + chunk * 8), kf);
-#pragma unroll
-    for (int r = 0; r < kMaxRep; ++r) {
-      if (r >= rep) break;
-      float d = 0.f;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) d = fmaf(q[r][i], kf[i], d);
-#pragma unroll
-      for (int o = LPK / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
-      if (chunk == 0) {
-        float v = d * p.scale;
-        if (p.softcap > 0.f) v = tanhf(v / p.softcap) * p.softcap;
-        sc[r][j] = slots[j] >= 0 ? v : -INFINITY;
+  // Softmax per head: warp r takes row r (and zeroes row r + 8, and row r when r >= rep).
+  {
+    const int r = warp;
+    float p0 = 0.f, p1 = 0.f;
+    if (r < rep) {
+      const float s0 = Ss[r * L::kSRow + lane], s1 = Ss[r * L::kSRow + lane + 32];
+      const float mx = warp_max(fmaxf(s0, s1));
+      p0 = rescale(s0, mx);
+      p1 = rescale(s1, mx);
+      const float l = warp_sum(p0 + p1);
+      if (lane == 0) {
+        fm[r] = mx;
+        fl[r] = l;
       }
     }
+    Ps[r * L::kPRow + lane] = __float2bfloat16_rn(p0);
+    Ps[r * L::kPRow + lane + 32] = __float2bfloat16_rn(p1);
+    Ps[(r + 8) * L::kPRow + lane] = __float2bfloat16_rn(0.f);
+    Ps[(r + 8) * L::kPRow + lane + 32] = __float2bfloat16_rn(0.f);
   }
   __syncthreads();
-
-  // Softmax pieces per head (one warp per head): max, exp, sum over the split's keys.
-  for (int r = warp; r < rep; r += kWarps) {
-    float mx = -INFINITY;
-    for (int j = lane; j < kC; j += 32) mx = fmaxf(mx, sc[r][j]);
-    mx = warp_max(mx);
-    float sum = 0.f;
-    for (int j = lane; j < kC; j += 32) {
-      const float e = sc[r][j] == -INFINITY ? 0.f : expf(sc[r][j] - mx);
-      sc[r][j] = e;
-      sum += e;
-    }
-    sum = warp_sum(sum);
-    if (lane == 0) {
-      ms[r] = mx;
-      ls[r] = sum;
-    }
-  }
-  __syncthreads();
-
-  // Weighted sum of V: warp w over its 16 keys, lane over its 8 dims of its key subgroup.
-  float acc[kMaxRep][8];
-#pragma unroll
-  for (int r = 0; r < kMaxRep; ++r)
-#pragma unroll
-    for (int i = 0; i < 8; ++i) acc[r][i] = 0.f;
-#pragma unroll
-  for (int it = 0; it < ITERS; ++it) {
-    const int j = warp * kKeysPerWarp + it * KPI + key_sub;
-    float vf[8];
-    bf16x8_to_f32(*reinterpret_cast<const uint4*>(Vs + j * HD + chunk * 8), vf);
-#pragma unroll
-    for (int r = 0; r < kMaxRep; ++r) {
-      if (r >= rep) break;
-      const float pj = sc[r][j];
-#pragma unroll
-      for (int i = 0; i < 8; ++i) acc[r][i] = fmaf(pj, vf[i], acc[r][i]);
-    }
-  }
-  // Fold the key subgroups of the warp (lanes chunk, chunk + LPK, ...), then the 4 warps.
-#pragma unroll
-  for (int r = 0; r < kMaxRep; ++r)
-#pragma unroll
-    for (int i = 0; i < 8; ++i)
-#pragma unroll
-      for (int o = 16; o >= LPK; o >>= 1) acc[r][i] += __shfl_xor_sync(0xffffffffu, acc[r][i], o);
-  float* red = reinterpret_cast<float*>(Ks);  // [kWarps][kMaxRep][HD], K is no longer read
-  if (key_sub == 0) {
-#pragma unroll
-    for (int r = 0; r < kMaxRep; ++r) {
-      if (r >= rep) break;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) red[(warp * kMaxRep + r) * HD + chunk * 8 + i] = acc[r][i];
-    }
-  }
-  __syncthreads();
-
-  if (n_act == 1) {
-    for (int e = tid; e < rep * HD; e += kThreads) {
-      const int r = e / HD, d = e % HD;
-      float o = 0.f;
-#pragma unroll
-      for (int w = 0; w < kWarps; ++w) o += red[(w * kMaxRep + r) * HD + d];
-      out[e] = __float2bfloat16_rn(ls[r] > 0.f ? o / ls[r] : 0.f);
-    }
-    return;
-  }
-
-  // Several splits: write this one's partial, then the last block to arrive merges them all.
+  // O = P V: warp w takes dims [w HD / 8, (w + 1) HD / 8), HD / 64 column tiles of 8.
   const int64_t group = static_cast<int64_t>(s) * p.nkv + kvh;
   float* po = part + group * nsplit * kMaxRep * (HD + 2);  // [nsplit][kMaxRep][HD + 2]
-  for (int e = tid; e < rep * HD; e += kThreads) {
-    const int r = e / HD, d = e % HD;
-    float o = 0.f;
+  {
+    constexpr int NT = HD / 64;
+    float c[NT][4];
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) o += red[(w * kMaxRep + r) * HD + d];
-    po[(static_cast<int64_t>(x) * kMaxRep + r) * (HD + 2) + d] = o;
+    for (int n = 0; n < NT; ++n)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) c[n][i] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < kC / 16; ++kk) {
+      uint32_t a[4];
+      ldsm_x4(a, Ps + (lane & 15) * L::kPRow + kk * 16 + (lane >> 4) * 8);
+#pragma unroll
+      for (int n = 0; n < NT; ++n) {
+        uint32_t b[2];
+        ldsm_x2_trans(b, Vs + (kk * 16 + (lane & 15)) * L::kRow + (warp * NT + n) * 8);
+        mma_bf16(c[n], a, b);
+      }
+    }
+    if (g < rep) {  // rows g + 8 >= rep: never written
+      const float inv_l = fl[g] > 0.f ? 1.f / fl[g] : 0.f;
+#pragma unroll
+      for (int n = 0; n < NT; ++n) {
+        const int d = (warp * NT + n) * 8 + tq * 2;
+        if (n_act == 1) {
+          *reinterpret_cast<__nv_bfloat162*>(out + g * HD + d) =
+              __floats2bfloat162_rn(c[n][0] * inv_l, c[n][1] * inv_l);
+        } else {
+          *reinterpret_cast<float2*>(po + (static_cast<int64_t>(x) * kMaxRep + g) * (HD + 2) + d) =
+              make_float2(c[n][0], c[n][1]);
+        }
+      }
+    }
   }
+  if (n_act == 1) return;
+
+  // Several splits: this one's partial is written; the last block to arrive merges them all.
   if (tid < rep) {
     float* row = po + (static_cast<int64_t>(x) * kMaxRep + tid) * (HD + 2);
-    row[HD] = ms[tid];
-    row[HD + 1] = ls[tid];
+    row[HD] = fm[tid];
+    row[HD + 1] = fl[tid];
   }
   __threadfence();
   __syncthreads();
@@ -240,31 +261,30 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   if (!is_last) return;
   __threadfence();
-  // Merge: per head, the splits' weights exp(m_i - M) into shared memory (the K tile is free),
-  // then each thread sums its output elements over the splits with independent loads.
-  float* wsm = reinterpret_cast<float*>(Ks);  // [kMaxRep][n_act]
-  __shared__ float Ls[kMaxRep];
+  // Merge: per head, the splits' weights 2^(m_i - M) into shared memory (where K was), then each
+  // thread sums its output elements over the splits, kPer independent loads per split.
+  float* wsm = reinterpret_cast<float*>(smem_raw + L::kK);  // [rep][n_act]
   for (int r = warp; r < rep; r += kWarps) {
     float mx = -INFINITY;
     for (int i = lane; i < n_act; i += 32)
       mx = fmaxf(mx, __ldcg(po + (static_cast<int64_t>(i) * kMaxRep + r) * (HD + 2) + HD));
     mx = warp_max(mx);
-    float L = 0.f;
+    float Lsum = 0.f;
     for (int i = lane; i < n_act; i += 32) {
       const float* row = po + (static_cast<int64_t>(i) * kMaxRep + r) * (HD + 2);
-      const float w = expf(__ldcg(row + HD) - mx);
+      const float w = rescale(__ldcg(row + HD), mx);
       wsm[r * n_act + i] = w;
-      L += w * __ldcg(row + HD + 1);
+      Lsum += w * __ldcg(row + HD + 1);
     }
-    L = warp_sum(L);
-    if (lane == 0) Ls[r] = L;
+    Lsum = warp_sum(Lsum);
+    if (lane == 0) fl[r] = Lsum;
   }
   __syncthreads();
-  constexpr int kPer = kMaxRep * HD / kThreads;  // elements per thread at most
+  constexpr int kPer = kMaxRep * HD / kThreads;
   float macc[kPer];
 #pragma unroll
   for (int k = 0; k < kPer; ++k) macc[k] = 0.f;
-#pragma unroll 2
+#pragma unroll 1
   for (int i = 0; i < n_act; ++i) {
     const float* prow = po + static_cast<int64_t>(i) * kMaxRep * (HD + 2);
 #pragma unroll
@@ -280,8 +300,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int k = 0; k < kPer; ++k) {
     const int e = tid + k * kThreads;
     if (e < rep * HD) {
-      const float L = Ls[e / HD];
-      out[e] = __float2bfloat16_rn(L > 0.f ? macc[k] / L : 0.f);
+      const float Lr = fl[e / HD];
+      out[e] = __float2bfloat16_rn(Lr > 0.f ? macc[k] / Lr : 0.f);
     }
   }
   if (tid == 0) counters[group] = 0;
@@ -290,15 +310,14 @@ __global__ void __launch_bounds__(kThreads)
 template <int HD>
 void launch_decode(const AttnParams& p, int nsplit, float* partials, int* counters,
                    cudaStream_t st) {
-  constexpr size_t smem = static_cast<size_t>(2) * kC * HD * sizeof(bf16);
-  static_assert(smem >= sizeof(float) * kWarps * kMaxRep * HD, "reduction fits in the K tile");
-  static bool configured = false;
-  if (!configured) {
+  constexpr size_t smem = DecodeSmem<HD>::kBytes;
+  static const bool configured = [] {
     TS_CUDA(cudaFuncSetAttribute(attn_decode_kernel<HD>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  static_cast<int>(smem)));
-    configured = true;
-  }
+    return true;
+  }();
+  (void)configured;
   launch(attn_decode_kernel<HD>, dim3(nsplit, p.nkv, p.num_seqs), kThreads, smem, st,
          "attention (decode)", p, nsplit, partials, counters);
 }
@@ -313,6 +332,12 @@ int attention_decode_splits(const AttnParams& p, int kv_cap) {
 
 size_t attention_decode_partial_floats(const AttnParams& p, int nsplit) {
   return static_cast<size_t>(p.num_seqs) * p.nkv * nsplit * kMaxRep * (p.hd + 2);
+}
+
+bool attention_decode_fits(const AttnParams& p, int nsplit) {
+  // The merge keeps kMaxRep weights per split where the K tile was.
+  const size_t floats = static_cast<size_t>(kC) * (p.hd + 8) * 2 / 4;
+  return static_cast<size_t>(nsplit) * kMaxRep <= floats;
 }
 
 void attention_decode(const AttnParams& p, int nsplit, float* partials, int* counters,

@@ -12,10 +12,11 @@ struct CudaBackendControls {
   bool graphs = true;   // capture decode steps as CUDA graphs
   int linear_path = 0;  // 0 auto, 1 GEMV, 2 cuBLASLt, 3 tiled fallback (see LinearOps)
   int gemv_max_m = 8;   // auto: GEMV for M <= this
+  int gemv_kind = 1;    // 0 one row per warp, 1 by layer size, 3 streaming (LinearOps)
   bool fuse = true;     // qk_norm_rope + kv_store in one kernel when issued back to back
-  // add_rms_norm run by the last block of the GEMV before it (decode-sized batches). Correct but
-  // measured 13% slower on decode_b1 (bench/NOTES-cuda.md, run 6): off unless asked for.
-  bool fuse_norm = false;
+  // Decode-sized batches: add_rms_norm computed by the GEMV that consumes its output, gated_act
+  // by the gate_up GEMV that produces its input (GemvFusion in linear.h).
+  bool fuse_gemv = true;
 };
 
 // nullptr when `b` is not the CUDA backend.
@@ -31,6 +32,11 @@ double measure_copy_gbps(size_t bytes, int reps);
 double measure_gemm_tflops(int n, int reps);
 // One linear layer timed on the given path (1 GEMV, 2 cuBLASLt): microseconds per call, median.
 double time_linear_us(int M, int N, int K, int path, int reps);
+
+// Per-launch times inside CUDA graphs: an empty kernel, the decode step's GEMV shapes on both GEMV
+// kernels (rows, stream) at M = 1, 2, 8, and the decode attention at several contexts; one line
+// each (gpu_bench --decode-ops).
+std::string decode_ops_report(int reps);
 
 // cudaProfilerStart / Stop, so that `ncu --profile-from-start off` sees one chosen step.
 void profiler_range(bool start);

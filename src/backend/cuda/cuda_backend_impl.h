@@ -63,10 +63,14 @@ class CudaBackend final : public ComputeBackend {
     if (std::getenv("TESSERA_CUDA_GRAPHS") &&
         std::string(std::getenv("TESSERA_CUDA_GRAPHS")) == "0")
       controls_.graphs = false;
+    if (const char* e = std::getenv("TESSERA_GEMV")) {
+      const std::string v = e;
+      controls_.gemv_kind = v == "rows" ? 0 : v == "stream" ? 3 : 1;
+    }
     if (std::getenv("TESSERA_FUSE") && std::string(std::getenv("TESSERA_FUSE")) == "0")
-      controls_.fuse = false;
-    if (std::getenv("TESSERA_FUSE_NORM") && std::string(std::getenv("TESSERA_FUSE_NORM")) == "1")
-      controls_.fuse_norm = true;
+      controls_.fuse = controls_.fuse_gemv = false;
+    if (std::getenv("TESSERA_FUSE_GEMV") && std::string(std::getenv("TESSERA_FUSE_GEMV")) == "0")
+      controls_.fuse_gemv = false;
     progress_ = isatty(2) != 0;
   }
 
@@ -201,40 +205,52 @@ class CudaBackend final : public ComputeBackend {
   }
   void add_rms_norm(Tensor residual, Tensor y, const Tensor* w_y, const Tensor* w_out, float eps,
                     Tensor out) override {
-    if (lin_.on && y.data == lin_.out.data && y.dtype == DType::bf16 && y.rows == lin_.x.rows &&
-        y.stride == lin_.out.stride && y.cols == lin_.out.cols && residual.rows == y.rows &&
-        residual.cols == y.cols && (!w_out || out.dtype == DType::bf16)) {
-      // The GEMV that produced y runs this add_rms_norm in its last block: one launch less.
-      NormEpilogue ep;
-      ep.res = residual.ptr<float>();
-      ep.res_stride = residual.stride;
-      ep.w_y = w_y ? w_y->ptr<const float>() : nullptr;
-      ep.w_out = w_out ? w_out->ptr<const float>() : nullptr;
-      ep.eps = eps;
-      ep.h = w_out ? out.ptr<bf16>() : nullptr;
-      ep.h_stride = w_out ? out.stride : 0;
-      ep.counter = zeroed_counters(fuse_counter_, fuse_counter_count_, 1);
-      const PendingLinear l = lin_;
-      lin_.on = false;
-      linear_->linear(l.x, l.w->data(), l.w->dtype, l.w->rows, l.w->cols, l.bias, l.out, stream_,
-                      &ep);
+    flush();
+    if (controls_.fuse_gemv && w_out && y.dtype == DType::bf16 && out.dtype == DType::bf16 &&
+        residual.dtype == DType::f32 && residual.rows == y.rows && out.rows == y.rows &&
+        residual.cols == y.cols && out.cols == y.cols && y.rows >= 1 && y.rows <= 8) {
+      // A GEMV on `out` may follow and compute this norm itself: see linear().
+      norm_ =
+          PendingNorm{true, residual, y, w_y ? *w_y : Tensor{}, *w_out, w_y != nullptr, eps, out};
       return;
     }
-    flush();
     cuda::add_rms_norm(residual, y, w_y, w_out, eps, out, stream_);
   }
   void linear(Tensor x, const Weight& w, const Tensor* bias, Tensor out) override {
-    flush();
     const auto& cw = static_cast<const CudaWeight&>(w);
     linear_->set_force_path(controls_.linear_path);
     linear_->set_gemv_max_m(controls_.gemv_max_m);
-    if (controls_.fuse_norm &&
-        linear_->gemv_fusable(x, cw.data(), cw.dtype, cw.rows, cw.cols, out)) {
-      lin_ = PendingLinear{true, x, &cw, bias ? bias->ptr<const float>() : nullptr, out};
-      return;  // an add_rms_norm on its output may follow: see add_rms_norm
+    linear_->set_gemv_kind(controls_.gemv_kind);
+    const float* b = bias ? bias->ptr<const float>() : nullptr;
+    if (controls_.fuse_gemv && controls_.linear_path == 0) {
+      GemvFusion f;
+      const bool on_norm = norm_.on && x.data == norm_.out.data && x.rows == norm_.out.rows &&
+                           x.stride == norm_.out.stride && x.cols == norm_.out.cols;
+      if (on_norm) {
+        f.norm = true;
+        f.res = norm_.residual.ptr<float>();
+        f.res_stride = norm_.residual.stride;
+        f.y = norm_.y.ptr<const bf16>();
+        f.y_stride = norm_.y.stride;
+        f.w_y = norm_.has_w_y ? norm_.w_y.ptr<const float>() : nullptr;
+        f.w_out = norm_.w_out.ptr<const float>();
+        f.eps = norm_.eps;
+        f.h = norm_.out.ptr<bf16>();
+        f.h_stride = norm_.out.stride;
+      }
+      if (linear_->gemv_fusable(x, cw.data(), cw.dtype, cw.rows, cw.cols, out, f)) {
+        if (on_norm) {
+          norm_.on = false;
+          f.counter = zeroed_counters(fuse_counter_, fuse_counter_count_, 1);
+        }
+        flush();
+        // A gated_act on `out` may follow and become this GEMV's epilogue: see gated_act().
+        lin_ = PendingLinear{true, x, &cw, b, out, f};
+        return;
+      }
     }
-    linear_->linear(x, cw.data(), cw.dtype, cw.rows, cw.cols,
-                    bias ? bias->ptr<const float>() : nullptr, out, stream_);
+    flush();
+    linear_->linear(x, cw.data(), cw.dtype, cw.rows, cw.cols, b, out, stream_);
   }
   void qk_norm_rope(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_norm, const Tensor* k_norm,
                     float eps, const int32_t* positions, Tensor inv_freq) override {
@@ -269,6 +285,19 @@ class CudaBackend final : public ComputeBackend {
   void attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv, const BatchView& b,
                  int group, float scale, int window, float softcap, Tensor out) override;
   void gated_act(Tensor gate_up, Activation act, Tensor out) override {
+    if (lin_.on && gate_up.data == lin_.out.data && gate_up.rows == lin_.out.rows &&
+        gate_up.stride == lin_.out.stride && gate_up.cols == lin_.out.cols) {
+      GemvFusion f = lin_.f;
+      f.gated = true;
+      f.act = act;
+      const CudaWeight& w = *lin_.w;
+      if (linear_->gemv_fusable(lin_.x, w.data(), w.dtype, w.rows, w.cols, out, f)) {
+        // The GEMV computes act(gate) * up itself; gate_up is never written.
+        lin_.on = false;
+        linear_->linear(lin_.x, w.data(), w.dtype, w.rows, w.cols, lin_.bias, out, stream_, &f);
+        return;
+      }
+    }
     flush();
     cuda::gated_act(gate_up, act, out, stream_);
   }
@@ -341,21 +370,35 @@ class CudaBackend final : public ComputeBackend {
     float eps = 0.f;
     const int32_t* positions = nullptr;
   } rope_;
-  // A GEMV whose output an add_rms_norm may consume next is deferred the same way.
+  // A decode-sized GEMV is deferred the same way (a gated_act on its output becomes its
+  // epilogue), and so is an add_rms_norm (a GEMV on its output computes it as a prologue).
   struct PendingLinear {
     bool on = false;
     Tensor x;
     const CudaWeight* w = nullptr;
     const float* bias = nullptr;
     Tensor out;
+    GemvFusion f;  // f.norm: with the norm prologue taken over from norm_
   } lin_;
+  struct PendingNorm {
+    bool on = false;
+    Tensor residual, y, w_y, w_out;
+    bool has_w_y = false;
+    float eps = 0.f;
+    Tensor out;
+  } norm_;
   GrowBuffer fuse_counter_;
   size_t fuse_counter_count_ = 0;
   void flush() {
     if (lin_.on) {
       lin_.on = false;
       linear_->linear(lin_.x, lin_.w->data(), lin_.w->dtype, lin_.w->rows, lin_.w->cols, lin_.bias,
-                      lin_.out, stream_);
+                      lin_.out, stream_, lin_.f.norm ? &lin_.f : nullptr);
+    }
+    if (norm_.on) {
+      norm_.on = false;
+      cuda::add_rms_norm(norm_.residual, norm_.y, norm_.has_w_y ? &norm_.w_y : nullptr,
+                         &norm_.w_out, norm_.eps, norm_.out, stream_);
     }
     if (!rope_.on) return;
     rope_.on = false;

@@ -152,6 +152,7 @@ void CudaBackend::run_forward(const BatchView& b, const std::function<void()>& o
   } catch (...) {
     rope_.on = false;
     lin_.on = false;
+    norm_.on = false;
     capturing_ = false;
     cudaStreamEndCapture(stream_, &graph);
     if (graph) cudaGraphDestroy(graph);
@@ -221,8 +222,7 @@ void CudaBackend::attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerVi
   }
   if (!any_single) return;
   const int nsplit = attention_decode_splits(p, g.max_blocks * kv.block_size);
-  if (static_cast<size_t>(nsplit) * kDecodeMaxRep * sizeof(float) >
-      static_cast<size_t>(kDecodeKeysPerSplit) * hd * 2) {  // merge weights outgrow the K tile
+  if (!attention_decode_fits(p, nsplit)) {
     attention_generic(p, stream_);
     return;
   }

@@ -1,10 +1,13 @@
 // Linear layers: cuBLASLt for bf16 GEMMs, a GEMV kernel for decode-sized M, a tiled fallback.
 // ref: cpu/linear.cpp (the contract; fp32 accumulation, one rounding on the store).
+#include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <type_traits>
 
 #include "backend/cuda/cuda_common.h"
+#include "backend/cuda/device_math.cuh"
 #include "backend/cuda/linear.h"
 #include "core/check.h"
 
@@ -49,43 +52,13 @@ __device__ __forceinline__ float dot8(uint4 w, uint4 x) {
 // from L1. Few registers, so 6-8 blocks share an SM and many bytes stay in flight.
 constexpr int kU = 8;
 
-// One row of add_rms_norm by a whole block (256 threads), y read from L2 (other blocks of this
-// kernel wrote it). Same operation order as norm.cu's add_rms_norm_kernel.
-__device__ void block_add_rms_norm_row(float* __restrict__ xr, const bf16* yr,
-                                       const float* __restrict__ w_y,
-                                       const float* __restrict__ w_out, float eps,
-                                       bf16* __restrict__ hr, int n, float* red) {
-  float inv_y = 1.f;
-  if (w_y) {
-    float ss = 0.f;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-      const float a = __bfloat162float(__ldcg(yr + i));
-      ss += a * a;
-    }
-    ss = block_sum(ss, red);
-    inv_y = 1.0f / sqrtf(ss / static_cast<float>(n) + eps);
-  }
-  float ss = 0.f;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    const float a = __bfloat162float(__ldcg(yr + i));
-    const float v = xr[i] + (w_y ? a * inv_y * w_y[i] : a);
-    xr[i] = v;
-    ss += v * v;
-  }
-  if (!w_out) return;
-  ss = block_sum(ss, red);
-  const float inv = 1.0f / sqrtf(ss / static_cast<float>(n) + eps);
-  for (int i = threadIdx.x; i < n; i += blockDim.x)
-    hr[i] = __float2bfloat16_rn(xr[i] * inv * w_out[i]);
-}
-
 template <int M, class TO>
 __global__ void __launch_bounds__(256, M == 1   ? 4
                                        : M <= 4 ? 2
                                                 : 1)
     gemv_kernel(const bf16* __restrict__ W, int64_t N, int K8, const bf16* __restrict__ x,
                 int64_t xs, const float* __restrict__ bias, TO* __restrict__ out, int64_t os,
-                int wpr, NormEpilogue ep) {
+                int wpr) {
   __shared__ float red[8][M];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * (8 / wpr) + warp / wpr;
@@ -144,27 +117,11 @@ __global__ void __launch_bounds__(256, M == 1   ? 4
 #pragma unroll
     for (int m = 0; m < M; ++m) out[m * os + row] = from_f32<TO>(acc[m] + b);
   }
-  if constexpr (std::is_same_v<TO, bf16>) {
-    if (ep.res == nullptr) return;
-    // The last block to finish runs the add_rms_norm over the complete output rows.
-    __shared__ int is_last;
-    __shared__ float nred[32];
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) is_last = atomicAdd(ep.counter, 1) == static_cast<int>(gridDim.x) - 1;
-    __syncthreads();
-    if (!is_last) return;
-    __threadfence();
-    for (int m = 0; m < M; ++m)
-      block_add_rms_norm_row(ep.res + m * ep.res_stride, out + m * os, ep.w_y, ep.w_out, ep.eps,
-                             ep.h ? ep.h + m * ep.h_stride : nullptr, static_cast<int>(N), nred);
-    if (threadIdx.x == 0) *ep.counter = 0;
-  }
 }
 
 template <class TO>
 void launch_gemv(int M, const bf16* W, int64_t N, int64_t K, const bf16* x, int64_t xs,
-                 const float* bias, TO* out, int64_t os, cudaStream_t st, NormEpilogue ep) {
+                 const float* bias, TO* out, int64_t os, cudaStream_t st) {
   const int K8 = static_cast<int>(K / 8);
   int wpr = 1;
   while (wpr < 8 && N * wpr < 8192 && K8 / (wpr * 2) >= 64) wpr *= 2;
@@ -172,7 +129,7 @@ void launch_gemv(int M, const bf16* W, int64_t N, int64_t K, const bf16* x, int6
 #define TS_GEMV_CASE(m_)                                                                           \
   case m_:                                                                                         \
     launch(gemv_kernel<m_, TO>, grid, 256, 0, st, "linear (gemv)", W, N, K8, x, xs, bias, out, os, \
-           wpr, ep);                                                                               \
+           wpr);                                                                                   \
     break;
   switch (M) {
     TS_GEMV_CASE(1)
@@ -187,6 +144,268 @@ void launch_gemv(int M, const bf16* W, int64_t N, int64_t K, const bf16* x, int6
       break;
   }
 #undef TS_GEMV_CASE
+}
+
+// GEMV for small M, persistent: 2 blocks per SM, each owning a contiguous run of output rows,
+// its 8 warps taking (row, K slice) items of it in turn (a warp's slice is fixed: wpr divides 8).
+// Each lane keeps up to KU 16-byte evict-first loads of the next item in flight while it reduces
+// the current one, so the SM's loads never drain between rows (the one-row-per-warp grid above
+// ends every row with a round trip and a block exit). Slices of a row are summed through shared
+// memory at the end; the first item's loads go out before the PDL wait.
+// Two stages of the decoder can ride on it (GemvFusion), each saving a launch per layer:
+//  - norm: x is add_rms_norm(res, y) computed by every block into shared memory (the norm of a
+//    1152-wide row costs less than a launch); the last block to finish that prologue writes the
+//    residual and h back, after every block has read the old residual.
+//  - gated: W is [gate; up] (2 I rows); an item is the pair (i, I + i) and the output is
+//    act(bf16(g)) * bf16(u), rounded as gated_act rounds gate_up's bf16 output.
+constexpr int kStreamBlocksPerSm = 2;
+constexpr int kStreamMaxItems = 64;
+constexpr size_t kStreamMaxSmem = 96u << 10;
+
+struct StreamArgs {
+  const bf16* W = nullptr;
+  int N = 0, K8 = 0, wpr = 1;  // N: output columns (gate/up pairs when gated)
+  int64_t up = 0;              // gated: row offset of the up half (I)
+  const bf16* x = nullptr;
+  int64_t xs = 0;
+  const float* bias = nullptr;
+  void* out = nullptr;
+  int64_t os = 0;
+  Activation act = Activation::gelu_tanh;
+  GemvFusion f;  // the norm prologue's operands (f.norm)
+};
+
+// KU: loads per lane per row of an item. Every item's loads are issued one item ahead. Measured
+// (bench/NOTES-cuda.md run 10): fewer registers (KU = 5, no look-ahead for gated items, 3-4
+// blocks per SM so that the next kernel's blocks fit beside these) lost 15% on decode_b1.
+template <int M, class TO, bool NORM, bool GATED, int KU>
+__global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(StreamArgs a) {
+  constexpr int R = GATED ? 2 : 1;  // rows per item
+  __shared__ float red[kStreamMaxItems][R][M];
+  __shared__ float nred[32];
+  __shared__ int is_last;
+  extern __shared__ __align__(16) unsigned char stream_smem[];
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int K8 = a.K8, wpr = a.wpr;
+  const int rb0 = static_cast<int>(static_cast<int64_t>(a.N) * blockIdx.x / gridDim.x);
+  const int rb1 = static_cast<int>(static_cast<int64_t>(a.N) * (blockIdx.x + 1) / gridDim.x);
+  const int items = (rb1 - rb0) * wpr;
+  const int sl = warp % wpr;
+  const int lo = static_cast<int>(static_cast<int64_t>(K8) * sl / wpr);
+  const int hi = static_cast<int>(static_cast<int64_t>(K8) * (sl + 1) / wpr);
+  const uint4* W4 = reinterpret_cast<const uint4*>(a.W);
+  uint4 cur[R][KU], nxt[R][KU];
+  auto load = [&](uint4(&buf)[R][KU], int it) {
+    const int64_t row = rb0 + it / wpr;
+#pragma unroll
+    for (int h = 0; h < R; ++h) {
+      const uint4* wr = W4 + (row + h * a.up) * K8;
+#pragma unroll
+      for (int u = 0; u < KU; ++u) {
+        const int c = lo + lane + 32 * u;
+        if (c < hi) buf[h][u] = __ldcs(wr + c);
+      }
+    }
+  };
+  int it = warp;
+  if (it < items) load(cur, it);
+  pdl_wait();
+  pdl_trigger();
+  const bf16* x = a.x;
+  int64_t xs = a.xs;
+  if constexpr (NORM) {
+    // x = add_rms_norm(res, y) rows, into shared memory: [M][n] bf16 h, then [M][n] f32 v.
+    const int n = K8 * 8;
+    bf16* hs = reinterpret_cast<bf16*>(stream_smem);
+    float* vs = reinterpret_cast<float*>(stream_smem + static_cast<size_t>(M) * n * 2);
+    const GemvFusion& f = a.f;
+    for (int m = 0; m < M; ++m) {
+      AddRmsNormRow<bf16, bf16> row;
+      row.load_weights(f.w_y, f.w_out, n);
+      row.run(f.res + m * f.res_stride, f.y + m * f.y_stride, f.w_y, f.w_out, f.eps, n, vs + m * n,
+              hs + m * n, nred);
+    }
+    __syncthreads();
+    if (tid == 0) is_last = atomicAdd(f.counter, 1) == static_cast<int>(gridDim.x) - 1;
+    __syncthreads();
+    if (is_last) {  // every block has read the old residual: write the new one, and h
+      for (int m = 0; m < M; ++m)
+        for (int i = tid; i < n; i += 256) {
+          f.res[m * f.res_stride + i] = vs[m * n + i];
+          f.h[m * f.h_stride + i] = hs[m * n + i];
+        }
+      if (tid == 0) *f.counter = 0;
+    }
+    x = hs;
+    xs = n;
+  }
+  auto reduce_item = [&](const uint4(&cur)[R][KU], int it) {
+    float acc[R][M];
+#pragma unroll
+    for (int h = 0; h < R; ++h)
+#pragma unroll
+      for (int m = 0; m < M; ++m) acc[h][m] = 0.f;
+#pragma unroll
+    for (int u = 0; u < KU; ++u) {
+      const int c = lo + lane + 32 * u;
+      if (c < hi) {
+#pragma unroll
+        for (int m = 0; m < M; ++m) {
+          const uint4 xv = NORM ? reinterpret_cast<const uint4*>(x + m * xs)[c]
+                                : __ldg(reinterpret_cast<const uint4*>(x + m * xs) + c);
+#pragma unroll
+          for (int h = 0; h < R; ++h) acc[h][m] += dot8(cur[h][u], xv);
+        }
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < R; ++h)
+#pragma unroll
+      for (int m = 0; m < M; ++m) acc[h][m] = warp_sum(acc[h][m]);
+    if (lane == 0) {
+      if (wpr == 1) {
+        const int row = rb0 + it;
+#pragma unroll
+        for (int m = 0; m < M; ++m) {
+          float v[R];
+#pragma unroll
+          for (int h = 0; h < R; ++h) v[h] = acc[h][m] + (a.bias ? a.bias[row + h * a.up] : 0.f);
+          TO* o = static_cast<TO*>(a.out) + m * a.os + row;
+          if constexpr (GATED) {
+            *o = from_f32<TO>(act_fn(a.act, to_f32(from_f32<bf16>(v[0]))) *
+                              to_f32(from_f32<bf16>(v[1])));
+          } else {
+            *o = from_f32<TO>(v[0]);
+          }
+        }
+      } else {
+#pragma unroll
+        for (int h = 0; h < R; ++h)
+#pragma unroll
+          for (int m = 0; m < M; ++m) red[it][h][m] = acc[h][m];
+      }
+    }
+  };
+  for (; it < items; it += 8) {
+    // The next item's loads go out before this one is reduced (measured faster than two
+    // alternating buffers, bench/NOTES-cuda.md run 10).
+    if (it + 8 < items) load(nxt, it + 8);
+    reduce_item(cur, it);
+#pragma unroll
+    for (int h = 0; h < R; ++h)
+#pragma unroll
+      for (int u = 0; u < KU; ++u) cur[h][u] = nxt[h][u];
+  }
+  if (wpr == 1) return;
+  __syncthreads();
+  for (int e = tid; e < (rb1 - rb0) * M; e += 256) {
+    const int i = e / M, m = e % M, row = rb0 + i;
+    float v[R];
+#pragma unroll
+    for (int h = 0; h < R; ++h) {
+      float t = 0.f;
+      for (int j = 0; j < wpr; ++j) t += red[i * wpr + j][h][m];
+      v[h] = t + (a.bias ? a.bias[row + h * a.up] : 0.f);
+    }
+    TO* o = static_cast<TO*>(a.out) + m * a.os + row;
+    if constexpr (GATED) {
+      *o = from_f32<TO>(act_fn(a.act, to_f32(from_f32<bf16>(v[0]))) * to_f32(from_f32<bf16>(v[1])));
+    } else {
+      *o = from_f32<TO>(v[0]);
+    }
+  }
+}
+
+// Slices per row for the stream GEMV (`rows` output rows or pairs of K inputs), or 0 when the
+// shape does not fit it: as few as keep each lane's loads within ku, doubled while there are
+// fewer items than half the warps (so that each warp's loads are a useful size).
+int stream_wpr(int64_t rows, int64_t K, int sms, int ku) {
+  const int64_t K8 = K / 8, G = static_cast<int64_t>(sms) * kStreamBlocksPerSm;
+  int wpr = 1;
+  while (wpr < 8 && K8 > 32LL * ku * wpr) wpr *= 2;
+  if (K8 > 32LL * ku * wpr) return 0;
+  while (wpr < 8 && rows * wpr * 2 <= G * 8 && K8 / (wpr * 2) >= 32) wpr *= 2;
+  if (wpr > 1 && ((rows + G - 1) / G) * wpr > kStreamMaxItems) return 0;
+  return wpr;
+}
+
+template <int M, class TO, bool NORM, bool GATED, int KU>
+void launch_stream_k(const StreamArgs& a, unsigned grid, size_t smem, cudaStream_t st) {
+  static const bool configured = [] {
+    TS_CUDA(cudaFuncSetAttribute(gemv_stream_kernel<M, TO, NORM, GATED, KU>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(kStreamMaxSmem)));
+    return true;
+  }();
+  (void)configured;
+  launch(gemv_stream_kernel<M, TO, NORM, GATED, KU>, grid, 256, smem, st, "linear (gemv)", a);
+}
+
+// Gated items hold two rows: 5 loads per lane per row (K <= 1280 per slice), else 8.
+template <int M, class TO, bool NORM, bool GATED>
+void launch_stream_t(const StreamArgs& a, unsigned grid, size_t smem, cudaStream_t st) {
+  launch_stream_k<M, TO, NORM, GATED, GATED ? 5 : kU>(a, grid, smem, st);
+}
+
+template <int M, class TO>
+void launch_stream_m(const StreamArgs& a, bool norm, bool gated, unsigned grid, size_t smem,
+                     cudaStream_t st) {
+  if constexpr (std::is_same_v<TO, float>) {  // fusions write bf16 only
+    launch_stream_t<M, TO, false, false>(a, grid, smem, st);
+  } else if (norm && gated) {
+    launch_stream_t<M, TO, true, true>(a, grid, smem, st);
+  } else if (norm) {
+    launch_stream_t<M, TO, true, false>(a, grid, smem, st);
+  } else if (gated) {
+    launch_stream_t<M, TO, false, true>(a, grid, smem, st);
+  } else {
+    launch_stream_t<M, TO, false, false>(a, grid, smem, st);
+  }
+}
+
+template <class TO>
+void launch_gemv_stream(int M, StreamArgs a, bool norm, bool gated, cudaStream_t st, int sms) {
+  const unsigned grid =
+      static_cast<unsigned>(std::min<int64_t>(static_cast<int64_t>(sms) * kStreamBlocksPerSm, a.N));
+  const size_t smem = norm ? static_cast<size_t>(M) * a.K8 * 8 * 6 : 0;
+#define TS_GEMV_STREAM_CASE(m_)                              \
+  case m_:                                                   \
+    launch_stream_m<m_, TO>(a, norm, gated, grid, smem, st); \
+    break;
+  switch (M) {
+    TS_GEMV_STREAM_CASE(1)
+    TS_GEMV_STREAM_CASE(2)
+    TS_GEMV_STREAM_CASE(3)
+    TS_GEMV_STREAM_CASE(4)
+    TS_GEMV_STREAM_CASE(5)
+    TS_GEMV_STREAM_CASE(6)
+    TS_GEMV_STREAM_CASE(7)
+    TS_GEMV_STREAM_CASE(8)
+    default:
+      break;
+  }
+#undef TS_GEMV_STREAM_CASE
+}
+
+StreamArgs stream_args(Tensor x, const void* w, int64_t N, int64_t K, const float* bias, Tensor out,
+                       const GemvFusion* f, int sms) {
+  StreamArgs a;
+  const bool gated = f && f->gated;
+  a.W = static_cast<const bf16*>(w);
+  a.N = static_cast<int>(gated ? N / 2 : N);
+  a.K8 = static_cast<int>(K / 8);
+  a.up = gated ? N / 2 : 0;
+  a.wpr = stream_wpr(a.N, K, sms, gated ? 5 : kU);
+  a.x = x.ptr<const bf16>();
+  a.xs = x.stride;
+  a.bias = bias;
+  a.out = out.data;
+  a.os = out.stride;
+  if (f) {
+    a.act = f->act;
+    a.f = *f;
+  }
+  return a;
 }
 
 // The fallback: 16x16 output tiles, K in steps of 16 through shared memory, fp32 accumulation.
@@ -231,6 +450,9 @@ LinearOps::LinearOps() {
   check_lt(cublasLtCreate(&handle_), "create");
   workspace_ = std::make_unique<CudaBuffer>(kWorkspaceBytes, "cuBLASLt workspace");
   if (const char* e = std::getenv("TESSERA_GEMV_MAX_M")) gemv_max_m_ = std::atoi(e);
+  int dev = 0;
+  TS_CUDA(cudaGetDevice(&dev));
+  TS_CUDA(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, dev));
 }
 
 LinearOps::~LinearOps() {
@@ -323,26 +545,51 @@ int LinearOps::choose_path(Tensor x, const void* w, DType w_dt, int64_t N, int64
   return gemv_ok && (gemv_wins || !lt_ok) ? 1 : lt_ok ? 2 : 3;
 }
 
-bool LinearOps::gemv_fusable(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K,
-                             Tensor out) const {
-  return x.rows > 0 && out.dtype == DType::bf16 && choose_path(x, w, w_dt, N, K, out) == 1;
+bool LinearOps::gemv_fusable(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, Tensor out,
+                             const GemvFusion& f) const {
+  const int64_t M = x.rows;
+  if (M < 1 || M > kMaxGemvM || out.dtype != DType::bf16 || N > std::numeric_limits<int>::max())
+    return false;
+  if (f.gated && (N % 2 != 0 || out.cols != N / 2)) return false;
+  if (!f.gated && out.cols != N) return false;
+  if (f.norm && static_cast<size_t>(M) * K * 6 > kStreamMaxSmem) return false;
+  Tensor probe = out;
+  probe.cols = N;  // the path check looks at the weight's shape
+  return choose_path(x, w, w_dt, N, K, probe) == 1 &&
+         stream_wpr(f.gated ? N / 2 : N, K, sms_, f.gated ? 5 : kU) > 0;
 }
 
 void LinearOps::linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, const float* bias,
-                       Tensor out, cudaStream_t st, const NormEpilogue* ep) {
+                       Tensor out, cudaStream_t st, const GemvFusion* f) {
   const int64_t M = x.rows;
   if (M == 0 || N == 0) return;
+  if (f) {
+    TS_ASSERT(x.cols == K && gemv_fusable(x, w, w_dt, N, K, out, *f));
+    launch_gemv_stream<bf16>(static_cast<int>(M), stream_args(x, w, N, K, bias, out, f, sms_),
+                             f->norm, f->gated, st, sms_);
+    return;
+  }
   TS_ASSERT(x.cols == K && out.cols == N && out.rows >= M);
   const int path = choose_path(x, w, w_dt, N, K, out);
-  TS_ASSERT(!ep || (path == 1 && out.dtype == DType::bf16));
   if (path == 1) {
+    // The streaming kernel where it measured faster (large layers, bench/NOTES-cuda.md run 10),
+    // the one-row-per-warp kernel for small ones (all loads in flight at once).
+    const bool stream = gemv_kind_ == 3 || (gemv_kind_ == 1 && static_cast<double>(N) * K >= 4e6);
+    if (stream && N <= std::numeric_limits<int>::max() && stream_wpr(N, K, sms_, kU) > 0) {
+      dispatch_float(out.dtype, [&](auto to) {
+        using TO = decltype(to);
+        launch_gemv_stream<TO>(static_cast<int>(M),
+                               stream_args(x, w, N, K, bias, out, nullptr, sms_), false, false, st,
+                               sms_);
+      });
+      return;
+    }
     if (out.dtype == DType::f32) {
       launch_gemv<float>(static_cast<int>(M), static_cast<const bf16*>(w), N, K,
-                         x.ptr<const bf16>(), x.stride, bias, out.ptr<float>(), out.stride, st,
-                         NormEpilogue{});
+                         x.ptr<const bf16>(), x.stride, bias, out.ptr<float>(), out.stride, st);
     } else {
       launch_gemv<bf16>(static_cast<int>(M), static_cast<const bf16*>(w), N, K, x.ptr<const bf16>(),
-                        x.stride, bias, out.ptr<bf16>(), out.stride, st, ep ? *ep : NormEpilogue{});
+                        x.stride, bias, out.ptr<bf16>(), out.stride, st);
     }
     return;
   }

@@ -23,18 +23,27 @@ struct CudaWeight : Weight {
   const void* data() const { return buffer->data(); }
 };
 
-// The add_rms_norm that follows a GEMV on the same rows (the decoder's o-proj and down-proj):
-// run by the GEMV's last block once every output is written, with the add_rms_norm contract
-// (res += w_y ? norm(out) * w_y : out; h = norm(res) * w_out when w_out).
-struct NormEpilogue {
+// Decoder stages a small-M GEMV can take over (the streaming kernel in linear.cu), each saving
+// a launch per layer:
+//  - norm: the GEMV's input x is add_rms_norm(res, y, w_y, w_out) (ComputeBackend::add_rms_norm
+//    with out = h), computed by the GEMV itself; res and h are written as add_rms_norm writes
+//    them. x's data is not read (only its shape).
+//  - gated: W is [gate; up] (N = 2 I rows) and out [M, I] = act(x gate^T) * (x up^T), as
+//    gated_act computes it from a bf16 gate_up output (which is not written).
+struct GemvFusion {
+  bool norm = false;
   float* res = nullptr;
   int64_t res_stride = 0;
+  const bf16* y = nullptr;
+  int64_t y_stride = 0;
   const float* w_y = nullptr;
   const float* w_out = nullptr;
   float eps = 0.f;
   bf16* h = nullptr;
   int64_t h_stride = 0;
   int* counter = nullptr;  // zero before, left zero
+  bool gated = false;
+  Activation act = Activation::gelu_tanh;
 };
 
 class LinearOps {
@@ -44,16 +53,19 @@ class LinearOps {
   LinearOps(const LinearOps&) = delete;
   LinearOps& operator=(const LinearOps&) = delete;
 
+  // With `f`, gemv_fusable() must hold (out is [M, N / 2] when f->gated).
   void linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, const float* bias,
-              Tensor out, cudaStream_t st, const NormEpilogue* ep = nullptr);
-  // Whether linear() takes the GEMV path for this call with a bf16 output, so that a following
-  // add_rms_norm can ride on it as a NormEpilogue.
-  bool gemv_fusable(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, Tensor out) const;
+              Tensor out, cudaStream_t st, const GemvFusion* f = nullptr);
+  bool gemv_fusable(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, Tensor out,
+                    const GemvFusion& f) const;
 
   // Which path: 0 auto, 1 always GEMV (when eligible), 2 always cuBLASLt (when eligible),
   // 3 always the tiled fallback. For the op tests and the crossover benchmark.
   void set_force_path(int p) { force_path_ = p; }
   void set_gemv_max_m(int m) { gemv_max_m_ = m; }
+  // Which GEMV kernel without fusions: 0 one row per warp, 1 by layer size (default), 3 the
+  // persistent streaming one (TESSERA_GEMV=rows|auto|stream).
+  void set_gemv_kind(int k) { gemv_kind_ = k; }
   int gemv_max_m() const { return gemv_max_m_; }
 
  private:
@@ -73,6 +85,8 @@ class LinearOps {
   std::map<Key, Plan> plans_;
   int force_path_ = 0;
   int gemv_max_m_ = 8;
+  int sms_ = 132;
+  int gemv_kind_ = 1;
 };
 
 }  // namespace tessera::cuda

@@ -5,8 +5,12 @@
 #include <cuda_profiler_api.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
 #include <vector>
 
+#include "backend/cuda/attention.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_common.h"
 #include "backend/cuda/cuda_memory.h"
@@ -98,6 +102,168 @@ double time_linear_us(int M, int N, int K, int path, int reps) {
     lin.linear(xt, ws[i % copies]->data(), DType::bf16, N, K, nullptr, ot, nullptr);
   });
   return ms * 1e3;
+}
+
+namespace {
+
+// Microseconds per launch of `n` launches captured in one graph (PDL as in the backend) and
+// replayed: what one launch costs inside a decode step's graph. Median of `reps` replays.
+template <class F>
+double graph_us_per_launch(int n, int reps, F&& f) {
+  cudaStream_t st;
+  TS_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  for (int i = 0; i < n; ++i) f(i, st);  // eager once: lazy setup outside the capture
+  TS_CUDA(cudaStreamSynchronize(st));
+  cudaGraph_t g;
+  TS_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < n; ++i) f(i, st);
+  TS_CUDA(cudaStreamEndCapture(st, &g));
+  cudaGraphExec_t ex;
+  TS_CUDA(cudaGraphInstantiate(&ex, g, 0));
+  cudaEvent_t a, b;
+  TS_CUDA(cudaEventCreate(&a));
+  TS_CUDA(cudaEventCreate(&b));
+  for (int i = 0; i < 3; ++i) TS_CUDA(cudaGraphLaunch(ex, st));
+  std::vector<float> t;
+  for (int i = 0; i < reps; ++i) {
+    TS_CUDA(cudaEventRecord(a, st));
+    TS_CUDA(cudaGraphLaunch(ex, st));
+    TS_CUDA(cudaEventRecord(b, st));
+    TS_CUDA(cudaEventSynchronize(b));
+    float ms = 0;
+    TS_CUDA(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cudaGraphExecDestroy(ex);
+  cudaGraphDestroy(g);
+  cudaStreamDestroy(st);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2] * 1e3 / n;
+}
+
+// A decode attention problem: S sequences of L keys each, paged in blocks of 16 scattered over
+// the pool, nh / nkv heads of hd dims, random q/K/V.
+struct DecodeAttnCase {
+  std::unique_ptr<CudaBuffer> qkv, k, v, out, arrays, part, counters;
+  AttnParams p;
+  int nsplit = 1;
+  DecodeAttnCase(int S, int L, int nh, int nkv, int hd, int window) {
+    const int bs = 16, mb = (L + bs - 1) / bs, nblocks = S * mb;
+    const size_t kv_elems = static_cast<size_t>(nblocks) * bs * nkv * hd;
+    const int qkv_cols = (nh + 2 * nkv) * hd;
+    qkv = std::make_unique<CudaBuffer>(static_cast<size_t>(S) * qkv_cols * 2, "attn timing");
+    k = std::make_unique<CudaBuffer>(kv_elems * 2, "attn timing");
+    v = std::make_unique<CudaBuffer>(kv_elems * 2, "attn timing");
+    out = std::make_unique<CudaBuffer>(static_cast<size_t>(S) * nh * hd * 2, "attn timing");
+    fill(qkv->data(), static_cast<size_t>(S) * qkv_cols, 21, 1.f);
+    fill(k->data(), kv_elems, 22, 1.f);
+    fill(v->data(), kv_elems, 23, 1.f);
+    std::vector<int32_t> host;  // positions, token_seq, q_start, q_len, kv_len, block table
+    for (int s = 0; s < S; ++s) host.push_back(L - 1);
+    for (int s = 0; s < S; ++s) host.push_back(s);
+    for (int s = 0; s < S; ++s) host.push_back(s);
+    for (int s = 0; s < S; ++s) host.push_back(1);
+    for (int s = 0; s < S; ++s) host.push_back(L);
+    for (int i = 0; i < S * mb; ++i) host.push_back(static_cast<int32_t>((i * 7919LL) % nblocks));
+    arrays = std::make_unique<CudaBuffer>(host.size() * 4, "attn timing");
+    TS_CUDA(cudaMemcpy(arrays->data(), host.data(), host.size() * 4, cudaMemcpyHostToDevice));
+    const int32_t* a = static_cast<const int32_t*>(arrays->data());
+    p.qkv = qkv->data();
+    p.qkv_stride = qkv_cols;
+    p.nh = nh;
+    p.nkv = nkv;
+    p.hd = hd;
+    p.k = k->data();
+    p.v = v->data();
+    p.block_size = bs;
+    p.positions = a;
+    p.token_seq = a + S;
+    p.seq_q_start = a + 2 * S;
+    p.seq_q_len = a + 3 * S;
+    p.seq_kv_len = a + 4 * S;
+    p.block_table = a + 5 * S;
+    p.max_blocks = mb;
+    p.num_tokens = S;
+    p.num_seqs = S;
+    p.scale = 0.0625f;
+    p.window = window;
+    p.out = out->data();
+    p.out_stride = static_cast<int64_t>(nh) * hd;
+    nsplit = attention_decode_splits(p, mb * bs);
+    part =
+        std::make_unique<CudaBuffer>(attention_decode_partial_floats(p, nsplit) * 4, "attn timing");
+    counters = std::make_unique<CudaBuffer>(static_cast<size_t>(S) * nkv * 4, "attn timing");
+    TS_CUDA(cudaMemset(counters->data(), 0, counters->size()));
+  }
+  void run(cudaStream_t st) {
+    attention_decode(p, nsplit, static_cast<float*>(part->data()),
+                     static_cast<int*>(counters->data()), st);
+  }
+};
+
+}  // namespace
+
+__global__ void noop_kernel() {
+  pdl_enter();
+}
+
+std::string decode_ops_report(int reps) {
+  std::string r;
+  char line[256];
+  {
+    const double us = graph_us_per_launch(
+        26, reps, [&](int, cudaStream_t st) { launch(noop_kernel, 1, 32, 0, st, "noop"); });
+    std::snprintf(line, sizeof line, "empty kernel (1 block): %.2f us per launch\n", us);
+    r += line;
+  }
+  // GEMVs of the Gemma-3-1B shapes, enough weight copies in rotation to defeat the L2.
+  const int shapes[4][2] = {{1536, 1152}, {1152, 1024}, {13824, 1152}, {1152, 6912}};
+  const char* names[4] = {"qkv", "o", "gate_up", "down"};
+  for (int si = 0; si < 4; ++si) {
+    const int N = shapes[si][0], K = shapes[si][1];
+    const size_t we = static_cast<size_t>(N) * K;
+    const int copies = static_cast<int>(std::max<size_t>(2, (400u << 20) / (we * 2) + 1));
+    std::vector<std::unique_ptr<CudaBuffer>> ws;
+    for (int i = 0; i < copies; ++i) {
+      ws.push_back(std::make_unique<CudaBuffer>(we * 2, "gemv timing"));
+      fill(ws.back()->data(), we, 40 + i, 0.05f);
+    }
+    for (int M : {1, 2, 8}) {
+      CudaBuffer x(static_cast<size_t>(M) * K * 2, "gemv timing"),
+          o(static_cast<size_t>(M) * N * 2, "gemv timing");
+      fill(x.data(), static_cast<size_t>(M) * K, 5, 1.f);
+      Tensor xt{x.data(), DType::bf16, M, K, K}, ot{o.data(), DType::bf16, M, N, N};
+      double us[2];
+      for (int kind = 0; kind < 2; ++kind) {
+        LinearOps lin;
+        lin.set_force_path(1);
+        lin.set_gemv_kind(kind == 0 ? 0 : 3);
+        us[kind] = graph_us_per_launch(copies, reps, [&](int i, cudaStream_t st) {
+          lin.linear(xt, ws[i % copies]->data(), DType::bf16, N, K, nullptr, ot, st);
+        });
+      }
+      std::snprintf(
+          line, sizeof line,
+          "gemv %-8s M=%d [%d x %d]: rows %.2f us (%.0f GB/s), stream %.2f us (%.0f GB/s)\n",
+          names[si], M, N, K, us[0], we * 2 / us[0] / 1e3, us[1], we * 2 / us[1] / 1e3);
+      r += line;
+    }
+  }
+  // Decode attention, Gemma-3-1B heads (4 q, 1 kv, 256 dims), 26 launches per graph.
+  struct C {
+    int S, L, window;
+  };
+  for (C c : {C{1, 60, 512}, C{1, 133, 512}, C{1, 133, 0}, C{1, 1024, 512}, C{1, 4096, 0},
+              C{128, 1024, 0}, C{128, 4096, 512}}) {
+    DecodeAttnCase a(c.S, c.L, 4, 1, 256, c.window);
+    const double us = graph_us_per_launch(26, reps, [&](int, cudaStream_t st) { a.run(st); });
+    std::snprintf(line, sizeof line, "attn decode S=%d L=%d window=%d nsplit=%d: %.2f us\n", c.S,
+                  c.L, c.window, a.nsplit, us);
+    r += line;
+  }
+  return r;
 }
 
 void profiler_range(bool start) {

@@ -3,6 +3,7 @@
 // Rows are short (hidden 1152..8192), so each thread keeps its elements in registers (up to
 // kPerThread) and the row is read once; longer rows re-read global memory.
 #include "backend/cuda/cuda_common.h"
+#include "backend/cuda/device_math.cuh"
 #include "backend/cuda/norm.h"
 
 namespace tessera::cuda {
@@ -52,7 +53,8 @@ __global__ void rms_norm_kernel(const TX* __restrict__ x, int64_t xs, const floa
 }
 
 // residual += (w_y ? norm(y) * w_y : y); out = norm(residual) * w_out when w_out. y and the
-// residual row are loaded together (one round trip), the weights before the PDL wait.
+// residual row are loaded together (one round trip), the weights before the PDL wait. The row's
+// arithmetic is AddRmsNormRow's, shared with the GEMV that fuses this op (linear.cu).
 template <class TY, class TO>
 __global__ void add_rms_norm_kernel(float* __restrict__ res, int64_t rs, const TY* __restrict__ y,
                                     int64_t ys, const float* __restrict__ w_y,
@@ -60,65 +62,12 @@ __global__ void add_rms_norm_kernel(float* __restrict__ res, int64_t rs, const T
                                     TO* __restrict__ out, int64_t os, int n) {
   __shared__ float red[32];
   const int64_t r = blockIdx.x;
-  float wy[kPerThread], wo[kPerThread], yv[kPerThread], v[kPerThread];
-#pragma unroll
-  for (int k = 0; k < kPerThread; ++k) {
-    const int i = threadIdx.x + k * kThreads;
-    wy[k] = w_y && i < n ? w_y[i] : 0.f;
-    wo[k] = w_out && i < n ? w_out[i] : 0.f;
-  }
+  AddRmsNormRow<TY, TO> row;
+  row.load_weights(w_y, w_out, n);
   pdl_wait();
   pdl_trigger();
-  float* xr = res + r * rs;
-  const TY* yr = y + r * ys;
-  float ssy = 0.f;
-#pragma unroll
-  for (int k = 0; k < kPerThread; ++k) {
-    const int i = threadIdx.x + k * kThreads;
-    yv[k] = i < n ? to_f32(yr[i]) : 0.f;
-    v[k] = i < n ? xr[i] : 0.f;
-    ssy += yv[k] * yv[k];
-  }
-  const bool tail = n > kPerThread * kThreads;
-  for (int i = threadIdx.x + kPerThread * kThreads; i < n; i += kThreads) {
-    const float a = to_f32(yr[i]);
-    ssy += a * a;
-  }
-  float inv_y = 1.f;
-  if (w_y) {
-    ssy = block_sum(ssy, red);
-    inv_y = 1.0f / sqrtf(ssy / static_cast<float>(n) + eps);
-  }
-  float ss = 0.f;
-#pragma unroll
-  for (int k = 0; k < kPerThread; ++k) {
-    const int i = threadIdx.x + k * kThreads;
-    if (i < n) {
-      v[k] += w_y ? yv[k] * inv_y * wy[k] : yv[k];
-      xr[i] = v[k];
-      ss += v[k] * v[k];
-    }
-  }
-  if (tail) {
-    for (int i = threadIdx.x + kPerThread * kThreads; i < n; i += kThreads) {
-      const float a = to_f32(yr[i]);
-      const float nv = xr[i] + (w_y ? a * inv_y * w_y[i] : a);
-      xr[i] = nv;
-      ss += nv * nv;
-    }
-  }
-  if (!w_out) return;
-  ss = block_sum(ss, red);
-  const float inv = 1.0f / sqrtf(ss / static_cast<float>(n) + eps);
-  TO* orow = out + r * os;
-#pragma unroll
-  for (int k = 0; k < kPerThread; ++k) {
-    const int i = threadIdx.x + k * kThreads;
-    if (i < n) orow[i] = from_f32<TO>(v[k] * inv * wo[k]);
-  }
-  if (tail)
-    for (int i = threadIdx.x + kPerThread * kThreads; i < n; i += kThreads)
-      orow[i] = from_f32<TO>(xr[i] * inv * w_out[i]);
+  row.run(res + r * rs, y + r * ys, w_y, w_out, eps, n, res + r * rs,
+          w_out ? out + r * os : nullptr, red);
 }
 
 }  // namespace
