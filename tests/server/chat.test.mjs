@@ -2,7 +2,7 @@
 // `tessera chat`, deltas, logprobs, the default length and template errors.
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { client, runCli, raw, assertErrorShape, MODEL, MODEL_DIR, CONTEXT } from './helpers.mjs';
@@ -23,8 +23,9 @@ test('a chat completion has OpenAI\'s shape', async () => {
   assert.ok(r.usage.prompt_tokens > 10);  // the template's turn markers count too
 });
 
-test('greedy chat equals `tessera chat --messages`, streamed and not', async () => {
+test('greedy chat equals `tessera chat --messages`, streamed and not', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'tessera-chat-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'messages.json');
   writeFileSync(file, JSON.stringify(MESSAGES));
   const cli = runCli(['chat', '--model', MODEL_DIR, '--context', String(CONTEXT), '--messages', file,

@@ -1,15 +1,16 @@
 // POST /v1/classify: the next token at the end of each prompt, as `tessera classify` gives it.
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { raw, runCli, assertErrorShape, MODEL, MODEL_DIR, CONTEXT } from './helpers.mjs';
 
 const PROMPTS = ['Is the sky blue? Answer:', 'The capital of France is', 'Two plus two equals'];
 
-test('classify matches `tessera classify` token for token', async () => {
+test('classify matches `tessera classify` token for token', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'tessera-classify-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'in.jsonl');
   writeFileSync(file, PROMPTS.map((p) => JSON.stringify({ prompt: p })).join('\n') + '\n');
   const cli = runCli(['classify', '--model', MODEL_DIR, '--context', String(CONTEXT), '--input', file,
