@@ -18,15 +18,21 @@
 // ref: cpu/attention.cpp; FlashDecoding (Dao et al. 2023) for the split and merge; the PTX ISA's
 // mma.m16n8k16 fragment layouts.
 #include <algorithm>
+#include <cstdlib>
+
+#include <cooperative_groups.h>
 
 #include "backend/cuda/attention.h"
 #include "backend/cuda/cuda_common.h"
 
 namespace tessera::cuda {
 
+namespace cg = cooperative_groups;
+
 namespace {
 
 constexpr int kC = kDecodeKeysPerSplit;  // 64
+constexpr int kMaxCluster = 16;          // splits merged through a cluster (non-portable size)
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kMaxRep = kDecodeMaxRep;  // 8
@@ -79,7 +85,11 @@ struct DecodeSmem {
   static constexpr size_t kBytes = kP + static_cast<size_t>(16) * kPRow * 2;
 };
 
-template <int HD>
+// CLUSTER: the grid's splits of one (sequence, kv head) form a thread-block cluster and merge
+// through distributed shared memory (block 0 reads the others' partials after a cluster barrier)
+// instead of global partials, a fence and an atomic (6.9 -> 5.9 us per launch at 133 keys,
+// bench/NOTES-cuda.md run 12).
+template <int HD, bool CLUSTER>
 __global__ void __launch_bounds__(kThreads)
     attn_decode_kernel(AttnParams p, int nsplit, float* __restrict__ part,
                        int* __restrict__ counters) {
@@ -115,6 +125,11 @@ __global__ void __launch_bounds__(kThreads)
   }
   const int first = lo / kC;
   const int n_act = hi / kC - first + 1;
+  if (CLUSTER && n_act > 1 && x >= n_act) {  // no keys here, but the cluster barriers need all
+    cg::this_cluster().sync();
+    cg::this_cluster().sync();
+    return;
+  }
   if (x >= n_act) return;
   const int base = (first + x) * kC;
   const int k0 = max(lo, base), k1 = min(hi + 1, base + kC);  // keys [k0, k1)
@@ -240,6 +255,9 @@ __global__ void __launch_bounds__(kThreads)
         if (n_act == 1) {
           *reinterpret_cast<__nv_bfloat162*>(out + g * HD + d) =
               __floats2bfloat162_rn(c[n][0] * inv_l, c[n][1] * inv_l);
+        } else if (CLUSTER) {  // this block's partial, where K was, for block 0 to read
+          *reinterpret_cast<float2*>(reinterpret_cast<float*>(smem_raw + L::kK) + g * HD + d) =
+              make_float2(c[n][0], c[n][1]);
         } else {
           *reinterpret_cast<float2*>(po + (static_cast<int64_t>(x) * kMaxRep + g) * (HD + 2) + d) =
               make_float2(c[n][0], c[n][1]);
@@ -248,6 +266,49 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   if (n_act == 1) return;
+  if constexpr (CLUSTER) {
+    // Partials [rep][HD] where K was and (fm, fl) in every block; block 0 merges them.
+    cg::cluster_group cluster = cg::this_cluster();
+    cluster.sync();
+    if (x == 0) {
+      __shared__ float cw[kMaxRep][16], cL[kMaxRep];
+      if (tid < rep) {
+        float mx = -INFINITY;
+        for (int i = 0; i < n_act; ++i) mx = fmaxf(mx, cluster.map_shared_rank(fm, i)[tid]);
+        float Lsum = 0.f;
+        for (int i = 0; i < n_act; ++i) {
+          const float w = rescale(cluster.map_shared_rank(fm, i)[tid], mx);
+          cw[tid][i] = w;
+          Lsum += w * cluster.map_shared_rank(fl, i)[tid];
+        }
+        cL[tid] = Lsum;
+      }
+      __syncthreads();
+      const float* mine = reinterpret_cast<const float*>(smem_raw + L::kK);
+      constexpr int kPer = kMaxRep * HD / kThreads;
+      float macc[kPer];
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) macc[k] = 0.f;
+      for (int i = 0; i < n_act; ++i) {
+        const float* peer = cluster.map_shared_rank(mine, i);
+#pragma unroll
+        for (int k = 0; k < kPer; ++k) {
+          const int e = tid + k * kThreads;
+          if (e < rep * HD) macc[k] += cw[e / HD][i] * peer[e];
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) {
+        const int e = tid + k * kThreads;
+        if (e < rep * HD) {
+          const float Lr = cL[e / HD];
+          out[e] = __float2bfloat16_rn(Lr > 0.f ? macc[k] / Lr : 0.f);
+        }
+      }
+    }
+    cluster.sync();  // the others' shared memory stays until block 0 has read it
+    return;
+  }
 
   // Several splits: this one's partial is written; the last block to arrive merges them all.
   if (tid < rep) {
@@ -307,19 +368,89 @@ __global__ void __launch_bounds__(kThreads)
   if (tid == 0) counters[group] = 0;
 }
 
-template <int HD>
-void launch_decode(const AttnParams& p, int nsplit, float* partials, int* counters,
-                   cudaStream_t st) {
+template <int HD, bool CLUSTER>
+void launch_t(const AttnParams& p, int nsplit, float* partials, int* counters, cudaStream_t st) {
   constexpr size_t smem = DecodeSmem<HD>::kBytes;
-  static const bool configured = [] {
-    TS_CUDA(cudaFuncSetAttribute(attn_decode_kernel<HD>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+  auto kernel = attn_decode_kernel<HD, CLUSTER>;
+  static const bool configured = [&] {
+    TS_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  static_cast<int>(smem)));
+    if (CLUSTER)
+      TS_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     return true;
   }();
   (void)configured;
-  launch(attn_decode_kernel<HD>, dim3(nsplit, p.nkv, p.num_seqs), kThreads, smem, st,
-         "attention (decode)", p, nsplit, partials, counters);
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(nsplit, p.nkv, p.num_seqs);
+  cfg.blockDim = kThreads;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = st;
+  cudaLaunchAttribute attr[2];
+  int n = 0;
+  if (pdl_enabled()) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (CLUSTER) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = nsplit;
+    attr[n].val.clusterDim.y = 1;
+    attr[n++].val.clusterDim.z = 1;
+  }
+  cfg.attrs = attr;
+  cfg.numAttrs = n;
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, p, nsplit, partials, counters);
+  if (e != cudaSuccess) throw_cuda_error(e, "attention (decode)", __FILE__, __LINE__);
+}
+
+// Whether `nsplit` blocks of this kernel can run as one cluster on this GPU (asked once per
+// size: cluster shapes that do not fit a GPC's shared memory fail to launch).
+template <int HD>
+bool cluster_fits(int nsplit) {
+  static int known[kMaxCluster + 1] = {};  // 0 unknown, 1 yes, 2 no
+  if (nsplit < 2 || nsplit > kMaxCluster) return false;
+  if (known[nsplit] == 0) {
+    int dev = 0, major = 0;
+    bool ok =
+        cudaGetDevice(&dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+        major >= 9 && !std::getenv("TESSERA_NO_CLUSTER");
+    if (ok) {
+      auto kernel = attn_decode_kernel<HD, true>;
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(DecodeSmem<HD>::kBytes));
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+      cudaLaunchConfig_t cfg{};
+      cfg.gridDim = dim3(nsplit, 1, 1);
+      cfg.blockDim = kThreads;
+      cfg.dynamicSmemBytes = DecodeSmem<HD>::kBytes;
+      cudaLaunchAttribute attr;
+      attr.id = cudaLaunchAttributeClusterDimension;
+      attr.val.clusterDim.x = nsplit;
+      attr.val.clusterDim.y = 1;
+      attr.val.clusterDim.z = 1;
+      cfg.attrs = &attr;
+      cfg.numAttrs = 1;
+      int clusters = 0;
+      ok = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) == cudaSuccess && clusters > 0;
+      cudaGetLastError();  // a refusal is an answer, not an error
+    }
+    known[nsplit] = ok ? 1 : 2;
+  }
+  return known[nsplit] == 1;
+}
+
+template <int HD>
+void launch_decode(const AttnParams& p, int nsplit, float* partials, int* counters,
+                   cudaStream_t st) {
+  // Only for grids that leave the GPU mostly idle (decode of a few sequences): with S = 128 the
+  // clusters' co-scheduling cost more than the merge saves (72 -> 140 us per launch, run 12).
+  const int64_t blocks = static_cast<int64_t>(nsplit) * p.nkv * p.num_seqs;
+  if (blocks <= 64 && cluster_fits<HD>(nsplit)) {
+    launch_t<HD, true>(p, nsplit, partials, counters, st);
+  } else {
+    launch_t<HD, false>(p, nsplit, partials, counters, st);
+  }
 }
 
 }  // namespace

@@ -256,7 +256,7 @@ std::string decode_ops_report(int reps) {
     int S, L, window;
   };
   for (C c : {C{1, 60, 512}, C{1, 133, 512}, C{1, 133, 0}, C{1, 1024, 512}, C{1, 4096, 0},
-              C{128, 1024, 0}, C{128, 4096, 512}}) {
+              C{8, 1024, 512}, C{128, 1024, 0}, C{128, 4096, 512}}) {
     DecodeAttnCase a(c.S, c.L, 4, 1, 256, c.window);
     const double us = graph_us_per_launch(26, reps, [&](int, cudaStream_t st) { a.run(st); });
     std::snprintf(line, sizeof line, "attn decode S=%d L=%d window=%d nsplit=%d: %.2f us\n", c.S,
