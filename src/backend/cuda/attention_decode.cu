@@ -24,6 +24,7 @@
 
 #include "backend/cuda/attention.h"
 #include "backend/cuda/cuda_common.h"
+#include "backend/cuda/mma.cuh"
 
 namespace tessera::cuda {
 
@@ -37,35 +38,6 @@ constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kMaxRep = kDecodeMaxRep;  // 8
 constexpr float kLog2e = 1.4426950408889634f;
-
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_u32(p)));
-}
-__device__ __forceinline__ void ldsm_x2(uint32_t (&r)[2], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
-               : "=r"(r[0]), "=r"(r[1])
-               : "r"(smem_u32(p)));
-}
-__device__ __forceinline__ void ldsm_x2_trans(uint32_t (&r)[2], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
-               : "=r"(r[0]), "=r"(r[1])
-               : "r"(smem_u32(p)));
-}
-// c += a (16x16 bf16, row) * b (16x8 bf16, col), fp32 accumulation.
-__device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4],
-                                         const uint32_t (&b)[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
 
 // 2^(a - b) for a rescale where a may be -inf (nothing seen): 0 then.
 __device__ __forceinline__ float rescale(float a, float b) {
@@ -160,10 +132,8 @@ __global__ void __launch_bounds__(kThreads)
       bf16* vd = Vs + j * L::kRow + ch * 8;
       if (slot >= 0) {
         const int64_t off = (static_cast<int64_t>(slot) * p.nkv + kvh) * HD + ch * 8;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(kd)),
-                     "l"(K + off));
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(vd)),
-                     "l"(V + off));
+        cp_async16(kd, K + off);
+        cp_async16(vd, V + off);
       } else {  // zeros: a masked key's V must not be NaN (0 * NaN)
         *reinterpret_cast<uint4*>(kd) = make_uint4(0, 0, 0, 0);
         *reinterpret_cast<uint4*>(vd) = make_uint4(0, 0, 0, 0);
@@ -173,13 +143,12 @@ __global__ void __launch_bounds__(kThreads)
       const int r = c / CH, ch = c % CH;
       bf16* qd = Qs + r * L::kRow + ch * 8;
       if (r < rep) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(qd)),
-                     "l"(qrow + r * HD + ch * 8));
+        cp_async16(qd, qrow + r * HD + ch * 8);
       } else {
         *reinterpret_cast<uint4*>(qd) = make_uint4(0, 0, 0, 0);
       }
     }
-    asm volatile("cp.async.commit_group;\ncp.async.wait_all;\n" ::: "memory");
+    cp_async_wait_all();
   }
   __syncthreads();
   const int warp = tid >> 5, lane = tid & 31;
@@ -191,9 +160,9 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int kk = 0; kk < HD / 16; ++kk) {
       uint32_t a[4], b[2];
-      ldsm_x4(a, Qs + (lane & 15) * L::kRow + kk * 16 + (lane >> 4) * 8);
-      ldsm_x2(b, Ks + (warp * 8 + (lane & 7)) * L::kRow + kk * 16 + ((lane >> 3) & 1) * 8);
-      mma_bf16(c, a, b);
+      ldmatrix_x4(a, Qs + (lane & 15) * L::kRow + kk * 16 + (lane >> 4) * 8);
+      ldmatrix_x2(b, Ks + (warp * 8 + (lane & 7)) * L::kRow + kk * 16 + ((lane >> 3) & 1) * 8);
+      mma_bf16(c, a, b[0], b[1]);
     }
     const float inv_cap = p.softcap > 0.f ? 1.f / p.softcap : 0.f;
 #pragma unroll
@@ -239,12 +208,12 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int kk = 0; kk < kC / 16; ++kk) {
       uint32_t a[4];
-      ldsm_x4(a, Ps + (lane & 15) * L::kPRow + kk * 16 + (lane >> 4) * 8);
+      ldmatrix_x4(a, Ps + (lane & 15) * L::kPRow + kk * 16 + (lane >> 4) * 8);
 #pragma unroll
       for (int n = 0; n < NT; ++n) {
         uint32_t b[2];
-        ldsm_x2_trans(b, Vs + (kk * 16 + (lane & 15)) * L::kRow + (warp * NT + n) * 8);
-        mma_bf16(c[n], a, b);
+        ldmatrix_x2_trans(b, Vs + (kk * 16 + (lane & 15)) * L::kRow + (warp * NT + n) * 8);
+        mma_bf16(c[n], a, b[0], b[1]);
       }
     }
     if (g < rep) {  // rows g + 8 >= rep: never written

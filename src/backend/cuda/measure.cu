@@ -37,18 +37,18 @@ void fill(void* p, size_t n, uint64_t seed, float scale) {
   TS_CUDA_LAUNCH("fill_random_bf16");
 }
 
-// Median milliseconds of `reps` runs of f (after 3 warm-ups), timed with events.
+// Median milliseconds of `reps` runs of f (after 3 warm-ups), timed with events on `st`.
 template <class F>
-double median_ms(int reps, F&& f) {
+double median_ms(int reps, F&& f, cudaStream_t st = nullptr) {
   cudaEvent_t a, b;
   TS_CUDA(cudaEventCreate(&a));
   TS_CUDA(cudaEventCreate(&b));
   for (int i = 0; i < 3; ++i) f(i);
   std::vector<float> t;
   for (int i = 0; i < reps; ++i) {
-    TS_CUDA(cudaEventRecord(a));
+    TS_CUDA(cudaEventRecord(a, st));
     f(i);
-    TS_CUDA(cudaEventRecord(b));
+    TS_CUDA(cudaEventRecord(b, st));
     TS_CUDA(cudaEventSynchronize(b));
     float ms = 0;
     TS_CUDA(cudaEventElapsedTime(&ms, a, b));
@@ -120,27 +120,12 @@ double graph_us_per_launch(int n, int reps, F&& f) {
   TS_CUDA(cudaStreamEndCapture(st, &g));
   cudaGraphExec_t ex;
   TS_CUDA(cudaGraphInstantiate(&ex, g, 0));
-  cudaEvent_t a, b;
-  TS_CUDA(cudaEventCreate(&a));
-  TS_CUDA(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) TS_CUDA(cudaGraphLaunch(ex, st));
-  std::vector<float> t;
-  for (int i = 0; i < reps; ++i) {
-    TS_CUDA(cudaEventRecord(a, st));
-    TS_CUDA(cudaGraphLaunch(ex, st));
-    TS_CUDA(cudaEventRecord(b, st));
-    TS_CUDA(cudaEventSynchronize(b));
-    float ms = 0;
-    TS_CUDA(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
+  const double ms = median_ms(
+      reps, [&](int) { TS_CUDA(cudaGraphLaunch(ex, st)); }, st);
   cudaGraphExecDestroy(ex);
   cudaGraphDestroy(g);
   cudaStreamDestroy(st);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2] * 1e3 / n;
+  return ms * 1e3 / n;
 }
 
 // A decode attention problem: S sequences of L keys each, paged in blocks of 16 scattered over
