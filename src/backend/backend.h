@@ -231,6 +231,13 @@ class ComputeBackend {
                          Tensor out) = 0;
   // out[T, I] = act(gate_up[:, :I]) * gate_up[:, I:]
   virtual void gated_act(Tensor gate_up, Activation act, Tensor out) = 0;
+  // The gated MLP's first half: linear(x, w_gate_up) into gate_up [M, 2 I], then gated_act into
+  // out [M, I]. A backend may run both as one kernel and leave gate_up unwritten (scratch).
+  virtual void linear_gated(Tensor x, const Weight& w_gate_up, Activation act, Tensor gate_up,
+                            Tensor out) {
+    linear(x, w_gate_up, nullptr, gate_up);
+    gated_act(gate_up, act, out);
+  }
   // out[r] = x[rows[r]]
   virtual void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out) = 0;
   // x = tanh(x / cap) * cap, in place (f32).

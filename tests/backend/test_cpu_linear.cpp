@@ -179,3 +179,65 @@ TEST(CpuLinear, UploadPacksPanels) {
 
 }  // namespace
 }  // namespace tessera::cpu::test
+
+namespace tessera::cpu::test {
+namespace {
+
+// linear_gated (one kernel: gate and up panels paired, act in the store) equals linear() then
+// gated_act() bit for bit on every SIMD ISA: decode and prefill row counts, a row tile's tail,
+// gelu and SiLU, with and without a bias; and declines what it has no kernel for.
+TEST(CpuLinear, GatedEqualsLinearThenGatedAct) {
+  auto be = make_cpu_backend();
+  struct GCase {
+    int64_t M, I, K;
+  };
+  for (const GCase& c : {GCase{1, 64, 1152}, GCase{2, 48, 96}, GCase{13, 32, 72},
+                         GCase{128, 6912 / 8, 1152}, GCase{25, 16, 2048}}) {
+    const int64_t N = 2 * c.I;
+    const auto w = random_floats(static_cast<size_t>(N * c.K), 17 + c.K);
+    const auto xv = random_floats(static_cast<size_t>(c.M * c.K), 3 + c.M);
+    auto bias = random_floats(static_cast<size_t>(N), 9);
+    auto weight = upload(*be, w, N, c.K, DType::bf16);
+    const auto& cw = static_cast<const CpuWeight&>(*weight);
+    for (Isa isa : simd_isas()) {
+      IsaScope s(isa, LinearPath::automatic);
+      for (Activation act : {Activation::gelu_tanh, Activation::silu}) {
+        for (bool with_bias : {false, true}) {
+          Tensor xt{const_cast<float*>(xv.data()), DType::f32, c.M, c.K, c.K};
+          Tensor bt{bias.data(), DType::f32, 1, N, N};
+          std::vector<float> gu(static_cast<size_t>(c.M * N)), want(c.M * c.I), got(c.M * c.I);
+          poison(got);
+          Tensor gut{gu.data(), DType::f32, c.M, N, N};
+          Tensor wt{want.data(), DType::f32, c.M, c.I, c.I};
+          Tensor ot{got.data(), DType::f32, c.M, c.I, c.I};
+          linear(xt, cw, with_bias ? &bt : nullptr, gut);
+          gated_act(gut, act, wt);
+          ASSERT_TRUE(linear_gated(xt, cw, with_bias ? &bt : nullptr, act, ot));
+          EXPECT_EQ(got, want) << isa_name(isa) << " M=" << c.M << " I=" << c.I << " K=" << c.K
+                               << (act == Activation::silu ? " silu" : " gelu")
+                               << (with_bias ? " bias" : "");
+        }
+      }
+    }
+  }
+  // No fused kernel: K beyond one block, f32 weights, halves not whole panels, the scalar ISA.
+  const auto w = random_floats(static_cast<size_t>(64 * 2050), 1);
+  auto big_k = upload(*be, w, 32, 2050, DType::bf16);
+  auto f32w = upload(*be, w, 32, 64, DType::f32);
+  auto odd = upload(*be, w, 40, 64, DType::bf16);
+  std::vector<float> x(2 * 2050, 1.f), o(2 * 20);
+  Tensor ot{o.data(), DType::f32, 2, 16, 16};
+  EXPECT_FALSE(linear_gated(Tensor{x.data(), DType::f32, 2, 2050, 2050},
+                            static_cast<const CpuWeight&>(*big_k), nullptr, Activation::silu, ot));
+  EXPECT_FALSE(linear_gated(Tensor{x.data(), DType::f32, 2, 64, 64},
+                            static_cast<const CpuWeight&>(*f32w), nullptr, Activation::silu, ot));
+  Tensor ot20{o.data(), DType::f32, 2, 20, 20};
+  EXPECT_FALSE(linear_gated(Tensor{x.data(), DType::f32, 2, 64, 64},
+                            static_cast<const CpuWeight&>(*odd), nullptr, Activation::silu, ot20));
+  IsaScope s(Isa::scalar);
+  EXPECT_FALSE(linear_gated(Tensor{x.data(), DType::f32, 2, 64, 64},
+                            static_cast<const CpuWeight&>(*f32w), nullptr, Activation::silu, ot));
+}
+
+}  // namespace
+}  // namespace tessera::cpu::test

@@ -1,7 +1,9 @@
 // The CPU backend: host memory counted by the CPU tracker, weights copied out of the mmapped
 // safetensors into f32 or bf16 rows (fusing q/k/v and gate/up), ops in cpu/*.cpp.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_kernels.h"
@@ -137,6 +139,14 @@ class CpuBackend final : public ComputeBackend {
   }
   void gated_act(Tensor gate_up, Activation act, Tensor out) override {
     cpu::gated_act(gate_up, act, out);
+  }
+  void linear_gated(Tensor x, const Weight& w, Activation act, Tensor gate_up,
+                    Tensor out) override {
+    // TESSERA_FUSE=0: the two ops apart, as the CUDA backend's switch (A/B in benchmarks).
+    static const bool fuse =
+        !std::getenv("TESSERA_FUSE") || std::string(std::getenv("TESSERA_FUSE")) != "0";
+    if (!fuse || !cpu::linear_gated(x, static_cast<const cpu::CpuWeight&>(w), nullptr, act, out))
+      ComputeBackend::linear_gated(x, w, act, gate_up, out);
   }
   void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out) override {
     for (int r = 0; r < n; ++r)

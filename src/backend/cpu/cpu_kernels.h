@@ -48,6 +48,10 @@ void alloc_panels(CpuWeight& w, const char* what);
 void pack_rows(CpuWeight& w, int64_t n0, int64_t n, const void* src, DType src_dtype);
 
 void linear(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out);
+// out [M, I] = act(x gate^T + b[:I]) * (x up^T + b[I:]) for w = [gate; up] ([2 I, K]) in one pass
+// (ComputeBackend::linear_gated), equal to linear() then gated_act(); false when this shape or
+// path has no fused kernel (the caller then runs the two).
+bool linear_gated(Tensor x, const CpuWeight& w, const Tensor* bias, Activation act, Tensor out);
 
 // How linear() computes on the SIMD ISAs (the scalar ISA always runs the reference loop):
 //  - fma: the panel kernel (panel_impl.h), fp32 FMA on weights widened in registers, exact for

@@ -74,9 +74,11 @@ void linear_scalar(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out)
       1);
 }
 
-void linear_simd(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out, bool dpbf16) {
+// gated: out [M, I] = act(x gate^T + b) * (x up^T + b') over gate_up [2 I, K] (linear_gated).
+void linear_simd(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out, bool dpbf16,
+                 const Activation* gated = nullptr) {
   const Isa isa = active_isa();
-  const int64_t M = x.rows, K = x.cols, N = w.rows;
+  const int64_t M = x.rows, K = x.cols, N = gated ? w.rows / 2 : w.rows;
   thread_local std::vector<float> x_buf, out_buf, xp_buf;
   thread_local std::vector<uint32_t> pair_buf;
   LinArgs a;
@@ -90,6 +92,10 @@ void linear_simd(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out, b
   a.k_block_pairs = forced_k_block();
   a.prefetch = prefetch_bytes() > 0;
   a.prefetch_bytes = prefetch_bytes();
+  if (gated) {
+    a.up_panels = w.panels / 2;
+    a.act = *gated;
+  }
   if (x.dtype == DType::f32) {
     a.x = x.ptr<const float>();
     a.x_stride = x.stride;
@@ -141,11 +147,13 @@ void linear_simd(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out, b
   // 4): long enough to stream, and enough of them that a thread preempted by another process
   // does not hold the op up. Prefill (groups of 2): two equal runs per thread, so that each K
   // block of x is reused from L2 across many panels and the threads finish together.
+  // Gated: the runs are of gate panels (each block reads its up panel too).
   ThreadPool& pool = ThreadPool::global();
   const int64_t tasks = 2 * pool.size();
-  const int64_t chunk = M <= 2 ? std::clamp<int64_t>(w.panels / (pool.size() * 8) / 4 * 4, 4, 256)
-                               : ((w.panels + tasks - 1) / tasks + 1) / 2 * 2;
-  pool.parallel_dynamic(w.panels, chunk, [&](int64_t p0, int64_t p1, int) { kernel(a, p0, p1); });
+  const int64_t panels = gated ? w.panels / 2 : w.panels;
+  const int64_t chunk = M <= 2 ? std::clamp<int64_t>(panels / (pool.size() * 8) / 4 * 4, 4, 256)
+                               : ((panels + tasks - 1) / tasks + 1) / 2 * 2;
+  pool.parallel_dynamic(panels, chunk, [&](int64_t p0, int64_t p1, int) { kernel(a, p0, p1); });
   if (out.dtype != DType::f32)
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n)
@@ -167,6 +175,18 @@ LinearPath linear_path_for(int64_t M, const CpuWeight& w) {
     return LinearPath::fma;
   if (f != LinearPath::automatic) return f;
   return LinearPath::fma;
+}
+
+bool linear_gated(Tensor x, const CpuWeight& w, const Tensor* bias, Activation act, Tensor out) {
+  // One K block (the gated store has no partial sums to keep), whole panels in each half, bf16
+  // panels on a SIMD ISA's own kernel, f32 output.
+  const int64_t I = w.rows / 2;
+  if (active_isa() == Isa::scalar || linear_path_for(x.rows, w) != LinearPath::fma ||
+      w.dtype != DType::bf16 || w.rows % (2 * kPanel) != 0 || out.dtype != DType::f32 ||
+      out.cols != I || out.rows != x.rows || forced_k_block() != 0 || (x.cols + 1) / 2 > 1024)
+    return false;
+  linear_simd(x, w, bias, out, false, &act);
+  return true;
 }
 
 void linear(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out) {

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "backend/cpu/simd_kernels.h"
+#include "backend/cpu/simd_math.h"
 
 namespace tessera::cpu::simd {
 
@@ -87,12 +88,43 @@ void pack_x(const float* x, int64_t stride, int M, int64_t K, int t0, int t1, fl
   }
 }
 
-// MR rows (from m0) x NP panels (from panel p), bf16 weights.
+// Gated blocks (a.up_panels > 0, NP = 2, one K block): out = act(gate + b) * (up + b') for the
+// 16 columns of gate panel p, the gate sums in acc[m][0], the up sums in acc[m][1].
+template <class S, int MR, int NP>
+void store_gated(const LinArgs& a, int64_t p, int m0, typename S::V (&acc)[MR][NP][16 / S::W]) {
+  using V = typename S::V;
+  constexpr int W = S::W, VP = PanelTile<S>::VP;
+  static_assert(NP == 2);
+  for (int m = 0; m < MR; ++m)
+    for (int v = 0; v < VP; ++v) {
+      const int64_t n = p * kPanel + v * W, valid = a.N - n;
+      if (valid <= 0) continue;
+      const int r = valid >= W ? W : static_cast<int>(valid);
+      V g = acc[m][0][v], u = acc[m][1][v];
+      if (a.bias) {
+        g = S::add(g, r == W ? S::load(a.bias + n) : S::load_partial(a.bias + n, r));
+        const float* bu = a.bias + a.up_panels * kPanel + n;
+        u = S::add(u, r == W ? S::load(bu) : S::load_partial(bu, r));
+      }
+      const V y = S::mul(a.act == Activation::gelu_tanh ? gelu_tanh<S>(g) : silu<S>(g), u);
+      float* o = a.out + (m0 + m) * a.out_stride + n;
+      if (r == W) {
+        S::store(o, y);
+      } else {
+        S::store_partial(o, y, r);
+      }
+    }
+}
+
+// MR rows (from m0) x NP panels (from panel p), bf16 weights. Gated: the second panel is the up
+// panel paired with p.
 template <class S, int MR, int NP>
 void block_bf16(const LinArgs& a, const KBlock& kb, int64_t p, int m0, bool pf) {
   using V = typename S::V;
   constexpr int W = S::W, VP = PanelTile<S>::VP;
   const uint16_t* wp = static_cast<const uint16_t*>(a.w) + p * a.panel_elems;
+  // Panel q's elements start at wp + q * stride (the next panel, or the paired up panel).
+  const int64_t stride = a.up_panels > 0 ? a.up_panels * a.panel_elems : a.panel_elems;
   V acc[MR][NP][VP];
   for (int m = 0; m < MR; ++m)
     for (int q = 0; q < NP; ++q)
@@ -102,7 +134,7 @@ void block_bf16(const LinArgs& a, const KBlock& kb, int64_t p, int m0, bool pf) 
   auto step = [&](int64_t kp, auto x0, auto x1) {
     V e[NP][VP], o[NP][VP];
     for (int q = 0; q < NP; ++q) {
-      const uint16_t* line = wp + q * a.panel_elems + kp * 2 * kPanel;
+      const uint16_t* line = wp + q * stride + kp * 2 * kPanel;
       if (pf) _mm_prefetch(reinterpret_cast<const char*>(line) + a.prefetch_bytes, _MM_HINT_T0);
       for (int v = 0; v < VP; ++v) S::bf16_pairs(line + v * 2 * W, e[q][v], o[q][v]);
     }
@@ -132,6 +164,12 @@ void block_bf16(const LinArgs& a, const KBlock& kb, int64_t p, int m0, bool pf) 
     if (whole < kb.kp1)  // the last k of an odd K pairs with the zero padding of W
       step(
           whole, [&](int m) { return x[m * a.x_stride + 2 * whole]; }, [](int) { return 0.f; });
+  }
+  if constexpr (NP == 2) {
+    if (a.up_panels > 0) {
+      store_gated<S, MR, NP>(a, p, m0, acc);
+      return;
+    }
   }
   for (int m = 0; m < MR; ++m)
     for (int q = 0; q < NP; ++q)
@@ -233,6 +271,12 @@ template <class S, template <class, int, int> class Block>
 void panels_range(const LinArgs& a, int64_t p0, int64_t p1) {
   using T = PanelTile<S>;
   const int64_t pairs = (a.K + 1) / 2;
+  if (a.up_panels > 0) {  // gated: gate panels [p0, p1), each with its up panel, one K block
+    KBlock kb;
+    kb.kp1 = pairs;
+    for (int64_t p = p0; p < p1; ++p) panel_group<S, 2, Block>(a, kb, p);
+    return;
+  }
   const int64_t kcp = a.k_block_pairs > 0    ? a.k_block_pairs
                       : a.M <= T::kSmallRows ? pairs
                                              : kKBlockPairs;

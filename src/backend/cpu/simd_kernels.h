@@ -31,6 +31,10 @@ struct LinArgs {
   float* out = nullptr;
   int64_t out_stride = 0;
   int64_t k_block_pairs = 0;  // pairs of k per K block (0: sized for L2; tests force small)
+  // Gated MLP (linear_gated): W is [gate; up], N is I (the output columns), and a block pairs
+  // gate panel p with up panel p + up_panels, writing act(gate) * up (one K block).
+  int64_t up_panels = 0;
+  Activation act = Activation::gelu_tanh;
   bool prefetch = true;       // software prefetch on the first row tile
   int prefetch_bytes = 2048;  // how far ahead in each panel's stream
 };
