@@ -1,4 +1,6 @@
-// Linear layers: cuBLASLt for bf16 GEMMs, a GEMV kernel for decode-sized M, a tiled fallback.
+// Linear layers: cuBLASLt for bf16 GEMMs; for decode-sized M two GEMV kernels (one row per warp
+// for small layers, a persistent streaming one for large layers and for the fused norm prologue
+// and gated epilogue); a tiled fallback.
 // ref: cpu/linear.cpp (the contract; fp32 accumulation, one rounding on the store).
 #include <algorithm>
 #include <cstdlib>
