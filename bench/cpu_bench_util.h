@@ -97,9 +97,10 @@ class TimingBackend final : public ComputeBackend {
     timed(window > 0 ? "attention (sliding)" : "attention (global)",
           [&] { in_->attention(qkv, nh, nkv, hd, kv, b, g, scale, window, cap, out); });
   }
-  void linear_gated(Tensor x, const Weight& w, Activation act, Tensor gu, Tensor out) override {
+  void linear_gated(Tensor x, const Weight& w, const Tensor* bias, Activation act, Tensor gu,
+                    Tensor out) override {
     timed("linear_gated " + std::to_string(w.rows) + "x" + std::to_string(w.cols),
-          [&] { in_->linear_gated(x, w, act, gu, out); });
+          [&] { in_->linear_gated(x, w, bias, act, gu, out); });
   }
   void gated_act(Tensor gu, Activation act, Tensor out) override {
     timed("gated_act", [&] { in_->gated_act(gu, act, out); });

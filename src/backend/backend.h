@@ -231,11 +231,11 @@ class ComputeBackend {
                          Tensor out) = 0;
   // out[T, I] = act(gate_up[:, :I]) * gate_up[:, I:]
   virtual void gated_act(Tensor gate_up, Activation act, Tensor out) = 0;
-  // The gated MLP's first half: linear(x, w_gate_up) into gate_up [M, 2 I], then gated_act into
-  // out [M, I]. A backend may run both as one kernel and leave gate_up unwritten (scratch).
-  virtual void linear_gated(Tensor x, const Weight& w_gate_up, Activation act, Tensor gate_up,
-                            Tensor out) {
-    linear(x, w_gate_up, nullptr, gate_up);
+  // The gated MLP's first half: linear(x, w_gate_up, bias) into gate_up [M, 2 I], then gated_act
+  // into out [M, I]. A backend may run both as one kernel and leave gate_up unwritten (scratch).
+  virtual void linear_gated(Tensor x, const Weight& w_gate_up, const Tensor* bias, Activation act,
+                            Tensor gate_up, Tensor out) {
+    linear(x, w_gate_up, bias, gate_up);
     gated_act(gate_up, act, out);
   }
   // out[r] = x[rows[r]]

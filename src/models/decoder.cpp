@@ -133,7 +133,7 @@ Tensor DecoderModel::forward(const HostBatch& hb, std::span<const KvLayerView> k
       be.linear(attn, *L.o, L.o_bias.buffer ? &L.o_bias.view : nullptr, o);
       be.add_rms_norm(x, o, s.sandwich_norms ? &L.post_attn_norm.view : nullptr,
                       &L.pre_ff_norm.view, s.eps, h);
-      be.linear_gated(h, *L.gate_up, s.act, gu, a);
+      be.linear_gated(h, *L.gate_up, nullptr, s.act, gu, a);
       be.linear(a, *L.down, nullptr, o);
       const Tensor* next_norm = l + 1 < layers_.size() ? &layers_[l + 1].input_norm.view : nullptr;
       be.add_rms_norm(x, o, s.sandwich_norms ? &L.post_ff_norm.view : nullptr, next_norm, s.eps, h);

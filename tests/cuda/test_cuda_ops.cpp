@@ -310,8 +310,12 @@ FusedRun run_fused_case(ComputeBackend& be, const FusedCase& c, const WeightPair
   DeviceArray a = arr(c.M, outc, DType::bf16, std::vector<float>(c.M * outc, NAN));
   const Weight& wt = &be == &cpu() ? *w.c : *w.g;
   be.add_rms_norm(res.view, y.view, c.w_y ? &wy.view : nullptr, &wo.view, 1e-6f, h.view);
-  be.linear(h.view, wt, c.bias ? &bias.view : nullptr, gu.view);
-  if (c.gated) be.gated_act(gu.view, act, a.view);
+  const Tensor* b = c.bias ? &bias.view : nullptr;
+  if (c.gated) {
+    be.linear_gated(h.view, wt, b, act, gu.view, a.view);
+  } else {
+    be.linear(h.view, wt, b, gu.view);
+  }
   FusedRun r;
   r.res = read(be, res, DType::f32);
   r.h = read(be, h, DType::bf16);

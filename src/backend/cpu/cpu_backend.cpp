@@ -140,13 +140,13 @@ class CpuBackend final : public ComputeBackend {
   void gated_act(Tensor gate_up, Activation act, Tensor out) override {
     cpu::gated_act(gate_up, act, out);
   }
-  void linear_gated(Tensor x, const Weight& w, Activation act, Tensor gate_up,
+  void linear_gated(Tensor x, const Weight& w, const Tensor* bias, Activation act, Tensor gate_up,
                     Tensor out) override {
     // TESSERA_FUSE=0: the two ops apart, as the CUDA backend's switch (A/B in benchmarks).
     static const bool fuse =
         !std::getenv("TESSERA_FUSE") || std::string(std::getenv("TESSERA_FUSE")) != "0";
-    if (!fuse || !cpu::linear_gated(x, static_cast<const cpu::CpuWeight&>(w), nullptr, act, out))
-      ComputeBackend::linear_gated(x, w, act, gate_up, out);
+    if (!fuse || !cpu::linear_gated(x, static_cast<const cpu::CpuWeight&>(w), bias, act, out))
+      ComputeBackend::linear_gated(x, w, bias, act, gate_up, out);
   }
   void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out) override {
     for (int r = 0; r < n; ++r)

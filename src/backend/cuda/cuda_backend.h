@@ -14,8 +14,8 @@ struct CudaBackendControls {
   int gemv_max_m = 8;   // auto: GEMV for M <= this
   int gemv_kind = 1;    // 0 one row per warp, 1 by layer size, 3 streaming (LinearOps)
   bool fuse = true;     // qk_norm_rope + kv_store in one kernel when issued back to back
-  // Decode-sized batches: add_rms_norm computed by the GEMV that consumes its output, gated_act
-  // by the gate_up GEMV that produces its input (GemvFusion in linear.h).
+  // Decode-sized batches: add_rms_norm computed by the GEMV that consumes its output, and
+  // linear_gated as one GEMV with the activation in its epilogue (GemvFusion in linear.h).
   bool fuse_gemv = true;
 };
 

@@ -217,40 +217,19 @@ class CudaBackend final : public ComputeBackend {
     cuda::add_rms_norm(residual, y, w_y, w_out, eps, out, stream_);
   }
   void linear(Tensor x, const Weight& w, const Tensor* bias, Tensor out) override {
-    const auto& cw = static_cast<const CudaWeight&>(w);
-    linear_->set_force_path(controls_.linear_path);
-    linear_->set_gemv_max_m(controls_.gemv_max_m);
-    linear_->set_gemv_kind(controls_.gemv_kind);
-    const float* b = bias ? bias->ptr<const float>() : nullptr;
-    if (controls_.fuse_gemv && controls_.linear_path == 0) {
-      GemvFusion f;
-      const bool on_norm = norm_.on && x.data == norm_.out.data && x.rows == norm_.out.rows &&
-                           x.stride == norm_.out.stride && x.cols == norm_.out.cols;
-      if (on_norm) {
-        f.norm = true;
-        f.res = norm_.residual.ptr<float>();
-        f.res_stride = norm_.residual.stride;
-        f.y = norm_.y.ptr<const bf16>();
-        f.y_stride = norm_.y.stride;
-        f.w_y = norm_.has_w_y ? norm_.w_y.ptr<const float>() : nullptr;
-        f.w_out = norm_.w_out.ptr<const float>();
-        f.eps = norm_.eps;
-        f.h = norm_.out.ptr<bf16>();
-        f.h_stride = norm_.out.stride;
-      }
-      if (linear_->gemv_fusable(x, cw.data(), cw.dtype, cw.rows, cw.cols, out, f)) {
-        if (on_norm) {
-          norm_.on = false;
-          f.counter = zeroed_counters(fuse_counter_, fuse_counter_count_, 1);
-        }
-        flush();
-        // A gated_act on `out` may follow and become this GEMV's epilogue: see gated_act().
-        lin_ = PendingLinear{true, x, &cw, b, out, f};
-        return;
-      }
+    if (!fused_linear(x, w, bias, out, nullptr)) {
+      flush();
+      const auto& cw = static_cast<const CudaWeight&>(w);
+      linear_->linear(x, cw.data(), cw.dtype, cw.rows, cw.cols,
+                      bias ? bias->ptr<const float>() : nullptr, out, stream_);
     }
-    flush();
-    linear_->linear(x, cw.data(), cw.dtype, cw.rows, cw.cols, b, out, stream_);
+  }
+  // gate_up and the activation as one GEMV (its gated epilogue; gate_up is not written), with
+  // the pending add_rms_norm as its prologue when x is that norm's output.
+  void linear_gated(Tensor x, const Weight& w, const Tensor* bias, Activation act, Tensor gate_up,
+                    Tensor out) override {
+    if (!fused_linear(x, w, bias, out, &act))
+      ComputeBackend::linear_gated(x, w, bias, act, gate_up, out);
   }
   void qk_norm_rope(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_norm, const Tensor* k_norm,
                     float eps, const int32_t* positions, Tensor inv_freq) override {
@@ -285,19 +264,6 @@ class CudaBackend final : public ComputeBackend {
   void attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv, const BatchView& b,
                  int group, float scale, int window, float softcap, Tensor out) override;
   void gated_act(Tensor gate_up, Activation act, Tensor out) override {
-    if (lin_.on && gate_up.data == lin_.out.data && gate_up.rows == lin_.out.rows &&
-        gate_up.stride == lin_.out.stride && gate_up.cols == lin_.out.cols) {
-      GemvFusion f = lin_.f;
-      f.gated = true;
-      f.act = act;
-      const CudaWeight& w = *lin_.w;
-      if (linear_->gemv_fusable(lin_.x, w.data(), w.dtype, w.rows, w.cols, out, f)) {
-        // The GEMV computes act(gate) * up itself; gate_up is never written.
-        lin_.on = false;
-        linear_->linear(lin_.x, w.data(), w.dtype, w.rows, w.cols, lin_.bias, out, stream_, &f);
-        return;
-      }
-    }
     flush();
     cuda::gated_act(gate_up, act, out, stream_);
   }
@@ -370,16 +336,8 @@ class CudaBackend final : public ComputeBackend {
     float eps = 0.f;
     const int32_t* positions = nullptr;
   } rope_;
-  // A decode-sized GEMV is deferred the same way (a gated_act on its output becomes its
-  // epilogue), and so is an add_rms_norm (a GEMV on its output computes it as a prologue).
-  struct PendingLinear {
-    bool on = false;
-    Tensor x;
-    const CudaWeight* w = nullptr;
-    const float* bias = nullptr;
-    Tensor out;
-    GemvFusion f;  // f.norm: with the norm prologue taken over from norm_
-  } lin_;
+  // An add_rms_norm is deferred the same way: a decode-sized GEMV on its output computes it as
+  // a prologue (fused_linear).
   struct PendingNorm {
     bool on = false;
     Tensor residual, y, w_y, w_out;
@@ -389,12 +347,47 @@ class CudaBackend final : public ComputeBackend {
   } norm_;
   GrowBuffer fuse_counter_;
   size_t fuse_counter_count_ = 0;
-  void flush() {
-    if (lin_.on) {
-      lin_.on = false;
-      linear_->linear(lin_.x, lin_.w->data(), lin_.w->dtype, lin_.w->rows, lin_.w->cols, lin_.bias,
-                      lin_.out, stream_, lin_.f.norm ? &lin_.f : nullptr);
+  // Runs linear (gated: with the activation epilogue, out [M, N / 2]) as the streaming GEMV with
+  // the pending add_rms_norm as its prologue when x is that norm's output, where the shape allows
+  // a fusion and one is wanted; false (nothing launched) otherwise.
+  bool fused_linear(Tensor x, const Weight& w, const Tensor* bias, Tensor out,
+                    const Activation* gated) {
+    const auto& cw = static_cast<const CudaWeight&>(w);
+    linear_->set_force_path(controls_.linear_path);
+    linear_->set_gemv_max_m(controls_.gemv_max_m);
+    linear_->set_gemv_kind(controls_.gemv_kind);
+    if (!controls_.fuse_gemv || controls_.linear_path != 0) return false;
+    GemvFusion f;
+    f.norm = norm_.on && x.data == norm_.out.data && x.rows == norm_.out.rows &&
+             x.stride == norm_.out.stride && x.cols == norm_.out.cols;
+    if (f.norm) {
+      f.res = norm_.residual.ptr<float>();
+      f.res_stride = norm_.residual.stride;
+      f.y = norm_.y.ptr<const bf16>();
+      f.y_stride = norm_.y.stride;
+      f.w_y = norm_.has_w_y ? norm_.w_y.ptr<const float>() : nullptr;
+      f.w_out = norm_.w_out.ptr<const float>();
+      f.eps = norm_.eps;
+      f.h = norm_.out.ptr<bf16>();
+      f.h_stride = norm_.out.stride;
     }
+    if (gated) {
+      f.gated = true;
+      f.act = *gated;
+    }
+    if ((!f.norm && !f.gated) ||
+        !linear_->gemv_fusable(x, cw.data(), cw.dtype, cw.rows, cw.cols, out, f))
+      return false;
+    if (f.norm) {
+      norm_.on = false;
+      f.counter = zeroed_counters(fuse_counter_, fuse_counter_count_, 1);
+    }
+    flush();
+    linear_->linear(x, cw.data(), cw.dtype, cw.rows, cw.cols,
+                    bias ? bias->ptr<const float>() : nullptr, out, stream_, &f);
+    return true;
+  }
+  void flush() {
     if (norm_.on) {
       norm_.on = false;
       cuda::add_rms_norm(norm_.residual, norm_.y, norm_.has_w_y ? &norm_.w_y : nullptr,

@@ -151,7 +151,6 @@ void CudaBackend::run_forward(const BatchView& b, const std::function<void()>& o
     flush();
   } catch (...) {
     rope_.on = false;
-    lin_.on = false;
     norm_.on = false;
     capturing_ = false;
     cudaStreamEndCapture(stream_, &graph);
