@@ -156,8 +156,8 @@ void launch_gemv(int M, const bf16* W, int64_t N, int64_t K, const bf16* x, int6
 // memory at the end; the first item's loads go out before the PDL wait.
 // Two stages of the decoder can ride on it (GemvFusion), each saving a launch per layer:
 //  - norm: x is add_rms_norm(res, y) computed by every block into shared memory (the norm of a
-//    1152-wide row costs less than a launch); the last block to finish that prologue writes the
-//    residual and h back, after every block has read the old residual.
+//    1152-wide row costs less than a launch); the last block to finish writes the residual and h
+//    back, after every block has read the old residual.
 //  - gated: W is [gate; up] (2 I rows); an item is the pair (i, I + i) and the output is
 //    act(bf16(g)) * bf16(u), rounded as gated_act rounds gate_up's bf16 output.
 constexpr int kStreamBlocksPerSm = 2;
@@ -210,6 +210,7 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(St
     }
   };
   int it = warp;
+  int ticket = 0;
   if (it < items) load(cur, it);
   pdl_wait();
   pdl_trigger();
@@ -228,16 +229,9 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(St
               hs + m * n, nred);
     }
     __syncthreads();
-    if (tid == 0) is_last = atomicAdd(f.counter, 1) == static_cast<int>(gridDim.x) - 1;
-    __syncthreads();
-    if (is_last) {  // every block has read the old residual: write the new one, and h
-      for (int m = 0; m < M; ++m)
-        for (int i = tid; i < n; i += 256) {
-          f.res[m * f.res_stride + i] = vs[m * n + i];
-          f.h[m * f.h_stride + i] = hs[m * n + i];
-        }
-      if (tid == 0) *f.counter = 0;
-    }
+    // This block has read the old residual: take a ticket now, look at it at the end (the
+    // atomic's round trip overlaps the reductions instead of delaying them).
+    if (tid == 0) ticket = atomicAdd(f.counter, 1);
     x = hs;
     xs = n;
   }
@@ -298,22 +292,43 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(St
 #pragma unroll
       for (int u = 0; u < KU; ++u) cur[h][u] = nxt[h][u];
   }
-  if (wpr == 1) return;
-  __syncthreads();
-  for (int e = tid; e < (rb1 - rb0) * M; e += 256) {
-    const int i = e / M, m = e % M, row = rb0 + i;
-    float v[R];
+  if (wpr > 1) {
+    __syncthreads();
+    for (int e = tid; e < (rb1 - rb0) * M; e += 256) {
+      const int i = e / M, m = e % M, row = rb0 + i;
+      float v[R];
 #pragma unroll
-    for (int h = 0; h < R; ++h) {
-      float t = 0.f;
-      for (int j = 0; j < wpr; ++j) t += red[i * wpr + j][h][m];
-      v[h] = t + (a.bias ? a.bias[row + h * a.up] : 0.f);
+      for (int h = 0; h < R; ++h) {
+        float t = 0.f;
+        for (int j = 0; j < wpr; ++j) t += red[i * wpr + j][h][m];
+        v[h] = t + (a.bias ? a.bias[row + h * a.up] : 0.f);
+      }
+      TO* o = static_cast<TO*>(a.out) + m * a.os + row;
+      if constexpr (GATED) {
+        *o = from_f32<TO>(act_fn(a.act, to_f32(from_f32<bf16>(v[0]))) *
+                          to_f32(from_f32<bf16>(v[1])));
+      } else {
+        *o = from_f32<TO>(v[0]);
+      }
     }
-    TO* o = static_cast<TO*>(a.out) + m * a.os + row;
-    if constexpr (GATED) {
-      *o = from_f32<TO>(act_fn(a.act, to_f32(from_f32<bf16>(v[0]))) * to_f32(from_f32<bf16>(v[1])));
-    } else {
-      *o = from_f32<TO>(v[0]);
+  }
+  if constexpr (NORM) {
+    // The block with the last ticket writes the new residual and h (still in shared memory):
+    // every block had read the old residual before taking its ticket.
+    if (tid == 0) is_last = ticket == static_cast<int>(gridDim.x) - 1;
+    __syncthreads();
+    if (is_last) {
+      const int n = K8 * 8;
+      const bf16* hs = reinterpret_cast<const bf16*>(stream_smem);
+      const float* vs =
+          reinterpret_cast<const float*>(stream_smem + static_cast<size_t>(M) * n * 2);
+      const GemvFusion& f = a.f;
+      for (int m = 0; m < M; ++m)
+        for (int i = tid; i < n; i += 256) {
+          f.res[m * f.res_stride + i] = vs[m * n + i];
+          f.h[m * f.h_stride + i] = hs[m * n + i];
+        }
+      if (tid == 0) *f.counter = 0;
     }
   }
 }

@@ -335,6 +335,7 @@ __global__ void __launch_bounds__(256)
   };
   int i = i0;
   if (reinterpret_cast<uintptr_t>(row + i0) % 16 == 0) {
+#pragma unroll 4
     for (int k = i0 + 4 * tid; k + 3 < i1; k += 4 * 256) {
       const float4 v = __ldcs(reinterpret_cast<const float4*>(row + k));
       take(v.x, k);
