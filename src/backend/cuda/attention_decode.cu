@@ -7,8 +7,9 @@
 // earlier CUDA-core version spent ~2,000 instructions per warp on the dot products, shuffles and
 // exponentials of its 64 keys (about 8 us per block, bench/NOTES-cuda.md run 10). With
 // mma.m16n8k16 a warp does its share in ~40 instructions: the block's chain is slots (block
-// table, before the PDL wait) -> q, K and V rows into shared memory in one round of cp.async
-// (rows padded by 16 bytes, so ldmatrix is free of bank conflicts) -> S = q K^T (each warp 8 keys)
+// table) and the K/V rows of earlier tokens into shared memory by cp.async, both before the PDL
+// wait, then q and this step's K/V row (rows padded by 16 bytes, so ldmatrix is free of bank
+// conflicts) -> S = q K^T (each warp 8 keys)
 // -> softmax per head (one warp per head, scores in log2 units, P rounded to bf16 as
 // transformers' eager attention rounds its probabilities) -> O = P V (each warp HD / 8 dims).
 // With one split the block writes O / l; otherwise it writes a partial (max, sum, unnormalised
@@ -117,16 +118,10 @@ __global__ void __launch_bounds__(kThreads)
     slots[tid] = slot;
   }
   __syncthreads();
-  // The query and this step's K/V row come from the kernels just before.
-  pdl_wait();
-  pdl_trigger();
   {
     const bf16* K = static_cast<const bf16*>(p.k);
     const bf16* V = static_cast<const bf16*>(p.v);
-    const bf16* qrow = static_cast<const bf16*>(p.qkv) + static_cast<int64_t>(t) * p.qkv_stride +
-                       static_cast<int64_t>(kvh) * rep * HD;
-    for (int c = tid; c < kC * CH; c += kThreads) {
-      const int j = c / CH, ch = c % CH;
+    auto load_row = [&](int j, int ch) {
       const int slot = slots[j];
       bf16* kd = Ks + j * L::kRow + ch * 8;
       bf16* vd = Vs + j * L::kRow + ch * 8;
@@ -138,7 +133,19 @@ __global__ void __launch_bounds__(kThreads)
         *reinterpret_cast<uint4*>(kd) = make_uint4(0, 0, 0, 0);
         *reinterpret_cast<uint4*>(vd) = make_uint4(0, 0, 0, 0);
       }
-    }
+    };
+    // Keys before this step's token were stored by earlier forwards: their rows (up to 64 KB
+    // per block, a few us of one SM's bandwidth) load before the wait, overlapping the kernels
+    // before. The query and this step's K/V row come from the kernel just before.
+    const int newest = hi - base;  // its row in this split, if any
+    for (int c = tid; c < kC * CH; c += kThreads)
+      if (c / CH != newest) load_row(c / CH, c % CH);
+    pdl_wait();
+    pdl_trigger();
+    if (newest < kC)
+      for (int c = tid; c < CH; c += kThreads) load_row(newest, c);
+    const bf16* qrow = static_cast<const bf16*>(p.qkv) + static_cast<int64_t>(t) * p.qkv_stride +
+                       static_cast<int64_t>(kvh) * rep * HD;
     for (int c = tid; c < 16 * CH; c += kThreads) {
       const int r = c / CH, ch = c % CH;
       bf16* qd = Qs + r * L::kRow + ch * 8;
