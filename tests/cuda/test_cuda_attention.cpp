@@ -140,6 +140,32 @@ void run_case(const AttnCase& c, bool graphs_off = true, bool rope = false, bool
     }
     EXPECT_LT(rel_err(a, b), 1e-2) << "stored k";
     EXPECT_EQ(av, bv) << "stored v";
+#ifdef TESSERA_HAVE_CUDA
+    // One new token per sequence: the decode kernel did the rope and the store itself (qkv kept
+    // its unrotated q and k); the rope + store kernel before the attention gives the same bits.
+    const bool all_single =
+        std::all_of(c.seqs.begin(), c.seqs.end(), [](const SeqSpec& q) { return q.q_len == 1; });
+    if (all_single) {
+      auto same = [](const std::vector<float>& x, const std::vector<float>& y) {
+        if (x.size() != y.size()) return false;
+        for (size_t i = 0; i < x.size(); ++i)
+          if (!(x[i] == y[i] || (std::isnan(x[i]) && std::isnan(y[i])))) return false;
+        return true;
+      };
+      ctl->fuse_attn_rope = false;
+      Pair out2 = random_pair(Tg, out_cols, DType::bf16);
+      poison(out2);
+      cuda()->qk_norm_rope(qkv.g.view, c.nh, c.nkv, c.hd, norms ? &qn.g.view : nullptr,
+                           norms ? &kn.g.view : nullptr, 1e-6f, vg.positions, inv.g.view);
+      cuda()->kv_store(qkv.g.view, c.nh, c.nkv, c.hd, kg, vg.groups[0].slot_mapping);
+      cuda()->attention(qkv.g.view, c.nh, c.nkv, c.hd, kg, vg, 0, scale, c.window, c.softcap,
+                        out2.g.view);
+      ctl->fuse_attn_rope = true;
+      EXPECT_TRUE(same(read(*cuda(), out2.g, DType::bf16), g)) << "attention, rope fused vs not";
+      EXPECT_TRUE(same(read(*cuda(), k.g, c.kv_dt), kgh)) << "k cache, rope fused vs not";
+      EXPECT_TRUE(same(read(*cuda(), v.g, c.kv_dt), vgh)) << "v cache, rope fused vs not";
+    }
+#endif
   }
   // Padding rows (graph buckets) attend to nothing: zeros, not NaN.
   for (size_t i = static_cast<size_t>(T) * out_cols; i < g.size(); ++i)

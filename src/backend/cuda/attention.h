@@ -50,9 +50,23 @@ int attention_decode_splits(const AttnParams& p, int kv_cap);
 size_t attention_decode_partial_floats(const AttnParams& p, int nsplit);
 // Whether the merge of `nsplit` splits fits the kernel's shared memory (else: attention_generic).
 bool attention_decode_fits(const AttnParams& p, int nsplit);
+// The q/k norm + RoPE of the step's tokens and the store of their k and v into the cache
+// (qk_norm_rope_store in rope.h), taken over by the decode kernel when `on`: the same results in
+// the cache and in the attention output, but qkv keeps its unrotated q and k.
+struct DecodeRope {
+  bool on = false;
+  const float* q_norm = nullptr;  // [hd] or null
+  const float* k_norm = nullptr;  // [hd] or null
+  float eps = 0.f;
+  const float* inv_freq = nullptr;     // [hd / 2]
+  const int32_t* positions = nullptr;  // [num_tokens] the rotation's positions
+  const int32_t* slots = nullptr;      // [num_tokens] cache slot of each token, -1 for none
+};
+
 // Sequences with seq_q_len != 1 are skipped. `counters` must be zero (the kernel leaves them so).
+// With `rope`, every sequence must have seq_q_len == 1 (the others' rope would be skipped).
 void attention_decode(const AttnParams& p, int nsplit, float* partials, int* counters,
-                      cudaStream_t st);
+                      cudaStream_t st, const DecodeRope* rope = nullptr);
 
 // Prefill work: row tiles of 64 (token, head) rows per sequence and kv head, each split over
 // `nsplit` ranges of `tiles_per_split` key tiles when there are too few row tiles to fill the GPU

@@ -12,6 +12,9 @@
 // conflicts) -> S = q K^T (each warp 8 keys)
 // -> softmax per head (one warp per head, scores in log2 units, P rounded to bf16 as
 // transformers' eager attention rounds its probabilities) -> O = P V (each warp HD / 8 dims).
+// With a DecodeRope (the backend defers qk_norm_rope + kv_store of a decode step to here) the
+// block also norms and rotates its q heads and, in the split holding the new key, this step's k
+// (and stores k and v in the cache): one launch fewer per layer, the same bits (rope.cuh).
 // With one split the block writes O / l; otherwise it writes a partial (max, sum, unnormalised
 // O) and the last block to finish -- an atomic counter per (sequence, kv head) -- merges them,
 // so no second launch. Splits are counted from the first key the token sees: a sliding layer
@@ -26,6 +29,7 @@
 #include "backend/cuda/attention.h"
 #include "backend/cuda/cuda_common.h"
 #include "backend/cuda/mma.cuh"
+#include "backend/cuda/rope.cuh"
 
 namespace tessera::cuda {
 
@@ -65,7 +69,7 @@ struct DecodeSmem {
 template <int HD, bool CLUSTER>
 __global__ void __launch_bounds__(kThreads)
     attn_decode_kernel(AttnParams p, int nsplit, float* __restrict__ part,
-                       int* __restrict__ counters) {
+                       int* __restrict__ counters, DecodeRope ro) {
   using L = DecodeSmem<HD>;
   constexpr int CH = HD / 8;  // 16-byte chunks per row
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -89,11 +93,61 @@ __global__ void __launch_bounds__(kThreads)
   const int lo = p.window > 0 ? max(0, pos - p.window + 1) : 0;
   bf16* out = static_cast<bf16*>(p.out) + static_cast<int64_t>(t) * p.out_stride +
               static_cast<int64_t>(kvh) * rep * HD;
+  // With ro.on this kernel also does the rope of q and of this step's k and the KV store
+  // (rope.cu's qk_norm_rope_store, bit for bit): warps < rep rotate the q heads into shared
+  // memory, warp kw the new k (into the cache and the block's K row), warp vw copies v.
+  const int kw = rep % kWarps, vw = (rep + 1) % kWarps, warp = tid >> 5;
+  const bf16* qkv_t = static_cast<const bf16*>(p.qkv) + static_cast<int64_t>(t) * p.qkv_stride;
+  RopeLane rl;
+  float rpos = 0.f;
+  int64_t new_slot = -1;
+  if (ro.on) {  // weights, the position and the slot: nothing in this forward writes them
+    if (warp < rep) rl.load_weights(ro.q_norm, ro.inv_freq, HD / 2);
+    if (warp == kw && kw >= rep) rl.load_weights(ro.k_norm, ro.inv_freq, HD / 2);
+    rpos = static_cast<float>(ro.positions[t]);
+    new_slot = ro.slots[t];
+  }
+  // This step's k (normed, rotated) and v of kv head kvh into the cache at new_slot and into the
+  // shared-memory rows krow / vrow when given. Warp kw's rl holds the k weights.
+  auto new_kv = [&](bf16* krow, bf16* vrow) {
+    const int lane = tid & 31;
+    if (warp == kw) {
+      float a[kMaxPairsPerLane], b[kMaxPairsPerLane];
+      rope_load(qkv_t + static_cast<int64_t>(p.nh + kvh) * HD, HD, a, b);
+      rl.apply(a, b, ro.k_norm != nullptr, ro.eps, HD, rpos);
+      bf16* kc = static_cast<bf16*>(const_cast<void*>(p.k)) + (new_slot * p.nkv + kvh) * HD;
+#pragma unroll
+      for (int k = 0; k < kMaxPairsPerLane; ++k) {
+        const int j = lane + 32 * k;
+        if (j < HD / 2) {
+          const bf16 lo = from_f32<bf16>(a[k]), hi = from_f32<bf16>(b[k]);
+          if (krow) krow[j] = lo, krow[j + HD / 2] = hi;
+          if (new_slot >= 0) kc[j] = lo, kc[j + HD / 2] = hi;
+        }
+      }
+    }
+    if (warp == vw) {
+      const uint4* src =
+          reinterpret_cast<const uint4*>(qkv_t + static_cast<int64_t>(p.nh + p.nkv + kvh) * HD);
+      uint4* vc = reinterpret_cast<uint4*>(static_cast<bf16*>(const_cast<void*>(p.v)) +
+                                           (new_slot * p.nkv + kvh) * HD);
+      for (int c = lane; c < CH; c += 32) {
+        const uint4 val = src[c];
+        if (vrow) reinterpret_cast<uint4*>(vrow)[c] = val;
+        if (new_slot >= 0) vc[c] = val;
+      }
+    }
+  };
   if (hi < lo) {  // no keys (a padding row): zeros
     pdl_wait();
     pdl_trigger();
-    if (x == 0)
+    if (x == 0) {
       for (int i = tid; i < rep * HD; i += kThreads) out[i] = __float2bfloat16_rn(0.f);
+      if (ro.on) {
+        if (kw < rep) rl.load_weights(ro.k_norm, ro.inv_freq, HD / 2);
+        new_kv(nullptr, nullptr);
+      }
+    }
     return;
   }
   const int first = lo / kC;
@@ -142,23 +196,42 @@ __global__ void __launch_bounds__(kThreads)
       if (c / CH != newest) load_row(c / CH, c % CH);
     pdl_wait();
     pdl_trigger();
-    if (newest < kC)
+    const bf16* qrow = qkv_t + static_cast<int64_t>(kvh) * rep * HD;
+    if (ro.on) {
+      if (warp < rep) {  // q head warp, normed and rotated into its shared-memory row
+        float a[kMaxPairsPerLane], b[kMaxPairsPerLane];
+        rope_load(qrow + warp * HD, HD, a, b);
+        rl.apply(a, b, ro.q_norm != nullptr, ro.eps, HD, rpos);
+        const int lane = tid & 31;
+#pragma unroll
+        for (int k = 0; k < kMaxPairsPerLane; ++k) {
+          const int j = lane + 32 * k;
+          if (j < HD / 2) {
+            Qs[warp * L::kRow + j] = from_f32<bf16>(a[k]);
+            Qs[warp * L::kRow + j + HD / 2] = from_f32<bf16>(b[k]);
+          }
+        }
+      }
+      if (newest < kC) {
+        if (warp == kw && kw < rep) rl.load_weights(ro.k_norm, ro.inv_freq, HD / 2);
+        new_kv(Ks + newest * L::kRow, Vs + newest * L::kRow);
+      }
+    } else if (newest < kC) {
       for (int c = tid; c < CH; c += kThreads) load_row(newest, c);
-    const bf16* qrow = static_cast<const bf16*>(p.qkv) + static_cast<int64_t>(t) * p.qkv_stride +
-                       static_cast<int64_t>(kvh) * rep * HD;
+    }
     for (int c = tid; c < 16 * CH; c += kThreads) {
-      const int r = c / CH, ch = c % CH;
-      bf16* qd = Qs + r * L::kRow + ch * 8;
-      if (r < rep) {
-        cp_async16(qd, qrow + r * HD + ch * 8);
-      } else {
+      const int row = c / CH, ch = c % CH;
+      bf16* qd = Qs + row * L::kRow + ch * 8;
+      if (row >= rep) {
         *reinterpret_cast<uint4*>(qd) = make_uint4(0, 0, 0, 0);
+      } else if (!ro.on) {
+        cp_async16(qd, qrow + row * HD + ch * 8);
       }
     }
     cp_async_wait_all();
   }
   __syncthreads();
-  const int warp = tid >> 5, lane = tid & 31;
+  const int lane = tid & 31;
   const int g = lane >> 2, tq = lane & 3;  // mma fragment row group and column pair
 
   // S = q K^T: warp w scores keys [8 w, 8 w + 8) for the 16 rows.
@@ -345,7 +418,8 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <int HD, bool CLUSTER>
-void launch_t(const AttnParams& p, int nsplit, float* partials, int* counters, cudaStream_t st) {
+void launch_t(const AttnParams& p, int nsplit, float* partials, int* counters, const DecodeRope& r,
+              cudaStream_t st) {
   constexpr size_t smem = DecodeSmem<HD>::kBytes;
   auto kernel = attn_decode_kernel<HD, CLUSTER>;
   static const bool configured = [&] {
@@ -375,7 +449,7 @@ void launch_t(const AttnParams& p, int nsplit, float* partials, int* counters, c
   }
   cfg.attrs = attr;
   cfg.numAttrs = n;
-  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, p, nsplit, partials, counters);
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, p, nsplit, partials, counters, r);
   if (e != cudaSuccess) throw_cuda_error(e, "attention (decode)", __FILE__, __LINE__);
 }
 
@@ -418,14 +492,14 @@ bool cluster_fits(int nsplit) {
 
 template <int HD>
 void launch_decode(const AttnParams& p, int nsplit, float* partials, int* counters,
-                   cudaStream_t st) {
+                   const DecodeRope& r, cudaStream_t st) {
   // Only for grids that leave the GPU mostly idle (decode of a few sequences): with S = 128 the
   // clusters' co-scheduling cost more than the merge saves (72 -> 140 us per launch, run 12).
   const int64_t blocks = static_cast<int64_t>(nsplit) * p.nkv * p.num_seqs;
   if (blocks <= 64 && cluster_fits<HD>(nsplit)) {
-    launch_t<HD, true>(p, nsplit, partials, counters, st);
+    launch_t<HD, true>(p, nsplit, partials, counters, r, st);
   } else {
-    launch_t<HD, false>(p, nsplit, partials, counters, st);
+    launch_t<HD, false>(p, nsplit, partials, counters, r, st);
   }
 }
 
@@ -448,17 +522,18 @@ bool attention_decode_fits(const AttnParams& p, int nsplit) {
 }
 
 void attention_decode(const AttnParams& p, int nsplit, float* partials, int* counters,
-                      cudaStream_t st) {
+                      cudaStream_t st, const DecodeRope* rope) {
   if (p.num_seqs == 0) return;
+  const DecodeRope r = rope ? *rope : DecodeRope{};
   switch (p.hd) {
     case 64:
-      launch_decode<64>(p, nsplit, partials, counters, st);
+      launch_decode<64>(p, nsplit, partials, counters, r, st);
       break;
     case 128:
-      launch_decode<128>(p, nsplit, partials, counters, st);
+      launch_decode<128>(p, nsplit, partials, counters, r, st);
       break;
     case 256:
-      launch_decode<256>(p, nsplit, partials, counters, st);
+      launch_decode<256>(p, nsplit, partials, counters, r, st);
       break;
     default:
       throw Error(ErrorKind::internal, "attention_decode: unsupported head_dim");

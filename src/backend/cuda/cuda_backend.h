@@ -17,6 +17,9 @@ struct CudaBackendControls {
   // Decode-sized batches: add_rms_norm computed by the GEMV that consumes its output, and
   // linear_gated as one GEMV with the activation in its epilogue (GemvFusion in linear.h).
   bool fuse_gemv = true;
+  // Decode steps: the q/k norm + RoPE and the KV store done by the decode attention kernel
+  // (attention.h DecodeRope) instead of a kernel of their own.
+  bool fuse_attn_rope = true;
 };
 
 // nullptr when `b` is not the CUDA backend.

@@ -71,6 +71,9 @@ class CudaBackend final : public ComputeBackend {
       controls_.fuse = controls_.fuse_gemv = false;
     if (std::getenv("TESSERA_FUSE_GEMV") && std::string(std::getenv("TESSERA_FUSE_GEMV")) == "0")
       controls_.fuse_gemv = false;
+    if (std::getenv("TESSERA_FUSE_ATTN_ROPE") &&
+        std::string(std::getenv("TESSERA_FUSE_ATTN_ROPE")) == "0")
+      controls_.fuse_attn_rope = false;
     progress_ = isatty(2) != 0;
   }
 
@@ -234,6 +237,7 @@ class CudaBackend final : public ComputeBackend {
   void qk_norm_rope(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_norm, const Tensor* k_norm,
                     float eps, const int32_t* positions, Tensor inv_freq) override {
     flush();
+    rope_ = PendingRope{};
     rope_.on = true;
     rope_.qkv = qkv;
     rope_.nh = nh;
@@ -252,10 +256,11 @@ class CudaBackend final : public ComputeBackend {
     if (rope_.on && controls_.fuse && rope_.qkv.data == qkv.data && rope_.qkv.rows == qkv.rows &&
         rope_.qkv.stride == qkv.stride && rope_.nh == nh && rope_.nkv == nkv && rope_.hd == hd &&
         qk_norm_rope_store_supported(qkv, kv)) {
-      rope_.on = false;
-      qk_norm_rope_store(qkv, nh, nkv, hd, rope_.has_q ? &rope_.q_norm : nullptr,
-                         rope_.has_k ? &rope_.k_norm : nullptr, rope_.eps, rope_.positions,
-                         rope_.inv_freq, kv, slot_mapping, stream_);
+      // Deferred once more: a decode attention on this qkv and cache takes both over
+      // (CudaBackend::attention); anything else launches them as one kernel (flush).
+      rope_.store = true;
+      rope_.kv = kv;
+      rope_.slots = slot_mapping;
       return;
     }
     flush();
@@ -330,6 +335,9 @@ class CudaBackend final : public ComputeBackend {
   // the decoder issues them), both run as one fused kernel; anything else launches it first.
   struct PendingRope {
     bool on = false;
+    bool store = false;  // the kv_store too (into kv at slots)
+    KvLayerView kv;
+    const int32_t* slots = nullptr;
     Tensor qkv, q_norm, k_norm, inv_freq;
     bool has_q = false, has_k = false;
     int nh = 0, nkv = 0, hd = 0;
@@ -395,9 +403,17 @@ class CudaBackend final : public ComputeBackend {
     }
     if (!rope_.on) return;
     rope_.on = false;
-    cuda::qk_norm_rope(rope_.qkv, rope_.nh, rope_.nkv, rope_.hd,
-                       rope_.has_q ? &rope_.q_norm : nullptr, rope_.has_k ? &rope_.k_norm : nullptr,
-                       rope_.eps, rope_.positions, rope_.inv_freq, stream_);
+    launch_rope(rope_);
+  }
+  void launch_rope(const PendingRope& r) {
+    if (r.store) {
+      qk_norm_rope_store(r.qkv, r.nh, r.nkv, r.hd, r.has_q ? &r.q_norm : nullptr,
+                         r.has_k ? &r.k_norm : nullptr, r.eps, r.positions, r.inv_freq, r.kv,
+                         r.slots, stream_);
+    } else {
+      cuda::qk_norm_rope(r.qkv, r.nh, r.nkv, r.hd, r.has_q ? &r.q_norm : nullptr,
+                         r.has_k ? &r.k_norm : nullptr, r.eps, r.positions, r.inv_freq, stream_);
+    }
   }
 
   cudaStream_t stream_ = nullptr;

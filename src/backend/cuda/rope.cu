@@ -1,15 +1,12 @@
-// q/k norm + RoPE: one warp per (token, head) of q and k; lane l owns the rotary pairs
-// (j, j + hd/2) for j = l, l + 32, ... so the rotation needs no shuffles and the norm one warp sum.
-// ref: transformers apply_rotary_pos_emb / rotate_half; cpu/rope.cpp (angles pos * inv_freq in
-// fp32, cos/sin in fp32, the norm as x * inv * w).
+// q/k norm + RoPE: one warp per (token, head) of q and k (the per-warp math in rope.cuh).
+// ref: transformers apply_rotary_pos_emb / rotate_half; cpu/rope.cpp.
 #include "backend/cuda/cuda_common.h"
+#include "backend/cuda/rope.cuh"
 #include "backend/cuda/rope.h"
 
 namespace tessera::cuda {
 
 namespace {
-
-constexpr int kMaxPairsPerLane = 8;  // hd <= 512
 
 // kStore: also write each token's k (after the rotation) and v into the paged cache at
 // slots[t] (the kv_store that follows, fused: one launch and no re-read of k and v); the extra
@@ -40,51 +37,20 @@ __global__ void qk_norm_rope_kernel(T* __restrict__ qkv, int64_t stride, int T_r
   }
   // Weights and frequencies first (nothing writes them), then wait for the previous kernel.
   const float* nw = h < nh ? q_norm : k_norm;
-  float fa[kMaxPairsPerLane], fb[kMaxPairsPerLane], inv[kMaxPairsPerLane];
-#pragma unroll
-  for (int k = 0; k < kMaxPairsPerLane; ++k) {
-    const int j = lane + 32 * k;
-    fa[k] = nw && j < half ? nw[j] : 1.f;
-    fb[k] = nw && j < half ? nw[j + half] : 1.f;
-    inv[k] = j < half ? inv_freq[j] : 0.f;
-  }
+  RopeLane rl;
+  rl.load_weights(nw, inv_freq, half);
   pdl_wait();
   pdl_trigger();
   const float pos = static_cast<float>(positions[t]);
   T* x = qkv + static_cast<int64_t>(t) * stride + static_cast<int64_t>(h) * hd;
   float a[kMaxPairsPerLane], b[kMaxPairsPerLane];
-  float ss = 0.f;
+  rope_load(x, hd, a, b);
+  rl.apply(a, b, nw != nullptr, eps, hd, pos);
 #pragma unroll
   for (int k = 0; k < kMaxPairsPerLane; ++k) {
     const int j = lane + 32 * k;
     if (j < half) {
-      a[k] = to_f32(x[j]);
-      b[k] = to_f32(x[j + half]);
-    } else {
-      a[k] = b[k] = 0.f;
-    }
-    ss += a[k] * a[k] + b[k] * b[k];
-  }
-  if (nw) {
-    ss = warp_sum(ss);
-    const float r = 1.0f / sqrtf(ss / static_cast<float>(hd) + eps);
-#pragma unroll
-    for (int k = 0; k < kMaxPairsPerLane; ++k) {
-      const int j = lane + 32 * k;
-      if (j < half) {
-        a[k] = a[k] * r * fa[k];
-        b[k] = b[k] * r * fb[k];
-      }
-    }
-  }
-#pragma unroll
-  for (int k = 0; k < kMaxPairsPerLane; ++k) {
-    const int j = lane + 32 * k;
-    if (j < half) {
-      const float ang = pos * inv[k];
-      float s, c;
-      sincosf(ang, &s, &c);
-      const T lo = from_f32<T>(a[k] * c - b[k] * s), hi = from_f32<T>(b[k] * c + a[k] * s);
+      const T lo = from_f32<T>(a[k]), hi = from_f32<T>(b[k]);
       x[j] = lo;
       x[j + half] = hi;
       if (kStore && h >= nh) {
