@@ -177,22 +177,6 @@ void CudaBackend::run_forward(const BatchView& b, const std::function<void()>& o
 void CudaBackend::attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv,
                             const BatchView& b, int group, float scale, int window, float softcap,
                             Tensor out) {
-  // A pending rope + KV store of this qkv and cache: the decode kernel takes it over when every
-  // sequence has one new token; otherwise it is launched before the attention (launch_rope).
-  PendingRope rope;
-  if (rope_.on && rope_.store && controls_.fuse_attn_rope && b.max_q_len == 1 &&
-      rope_.qkv.data == qkv.data && rope_.qkv.stride == qkv.stride && rope_.nh == nh &&
-      rope_.nkv == nkv && rope_.hd == hd && rope_.kv.k == kv.k && rope_.kv.v == kv.v &&
-      qkv.dtype == DType::bf16 && kv.dtype == DType::bf16) {
-    rope = rope_;
-    rope_.on = false;
-  }
-  flush();
-  auto unfuse = [&] {
-    if (!rope.on) return;
-    rope.on = false;
-    launch_rope(rope);
-  };
   const auto& g = b.groups[group];
   AttnParams p;
   p.qkv = qkv.data;
@@ -220,15 +204,27 @@ void CudaBackend::attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerVi
   p.out = out.data;
   p.out_stride = out.stride;
   p.out_dt = out.dtype;
-  if (!attention_fast_supported(p)) {
-    unfuse();
+  const bool fast = attention_fast_supported(p);
+  const int nsplit = attention_decode_splits(p, g.max_blocks * kv.block_size);
+  // Every sequence has one new token and the decode kernel runs alone: it also takes over a
+  // pending rope + KV store of this qkv and cache (which flush() would launch otherwise).
+  const bool decode_only = fast && b.max_q_len == 1 && attention_decode_fits(p, nsplit);
+  PendingRope rope;
+  if (decode_only && rope_.on && rope_.store && controls_.fuse_attn_rope &&
+      rope_.qkv.data == qkv.data && rope_.qkv.stride == qkv.stride && rope_.nh == nh &&
+      rope_.nkv == nkv && rope_.hd == hd && rope_.kv.k == kv.k && rope_.kv.v == kv.v &&
+      qkv.dtype == DType::bf16 && kv.dtype == DType::bf16) {
+    rope = rope_;
+    rope_.on = false;
+  }
+  flush();
+  if (!fast) {
     attention_generic(p, stream_);
     return;
   }
   const bool any_multi = b.max_q_len > 1;
   const bool any_single = !any_multi || last_.tokens != b.tokens || last_.n_single > 0;
   if (any_multi) {
-    unfuse();
     const PrefillPlan plan = attention_prefill_plan(p, b.max_q_len, b.max_kv_len);
     float* part = nullptr;
     if (plan.nsplit > 1)
@@ -236,13 +232,8 @@ void CudaBackend::attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerVi
                                       "attention prefill partials"));
     attention_prefill(p, plan, any_single, part, stream_);
   }
-  if (!any_single) {
-    unfuse();
-    return;
-  }
-  const int nsplit = attention_decode_splits(p, g.max_blocks * kv.block_size);
+  if (!any_single) return;
   if (!attention_decode_fits(p, nsplit)) {
-    unfuse();
     attention_generic(p, stream_);
     return;
   }

@@ -173,8 +173,7 @@ struct StreamArgs {
   const float* bias = nullptr;
   void* out = nullptr;
   int64_t os = 0;
-  Activation act = Activation::gelu_tanh;
-  GemvFusion f;  // the norm prologue's operands (f.norm)
+  GemvFusion f;  // the norm prologue's operands (f.norm), the activation (f.act)
 };
 
 // KU: loads per lane per row of an item. Every item's loads are issued one item ahead. Measured
@@ -235,6 +234,18 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(St
     x = hs;
     xs = n;
   }
+  // Row `row` of output m from its sums (gate, up when gated) plus the bias: the value, or
+  // act(bf16(gate)) * bf16(up) as gated_act computes it from a bf16 gate_up.
+  auto store = [&](int m, int row, float g, float u) {
+    g += a.bias ? a.bias[row] : 0.f;
+    TO* o = static_cast<TO*>(a.out) + m * a.os + row;
+    if constexpr (GATED) {
+      u += a.bias ? a.bias[row + a.up] : 0.f;
+      *o = from_f32<TO>(act_fn(a.f.act, to_f32(from_f32<bf16>(g))) * to_f32(from_f32<bf16>(u)));
+    } else {
+      *o = from_f32<TO>(g);
+    }
+  };
   auto reduce_item = [&](const uint4(&cur)[R][KU], int it) {
     float acc[R][M];
 #pragma unroll
@@ -260,20 +271,8 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(St
       for (int m = 0; m < M; ++m) acc[h][m] = warp_sum(acc[h][m]);
     if (lane == 0) {
       if (wpr == 1) {
-        const int row = rb0 + it;
 #pragma unroll
-        for (int m = 0; m < M; ++m) {
-          float v[R];
-#pragma unroll
-          for (int h = 0; h < R; ++h) v[h] = acc[h][m] + (a.bias ? a.bias[row + h * a.up] : 0.f);
-          TO* o = static_cast<TO*>(a.out) + m * a.os + row;
-          if constexpr (GATED) {
-            *o = from_f32<TO>(act_fn(a.act, to_f32(from_f32<bf16>(v[0]))) *
-                              to_f32(from_f32<bf16>(v[1])));
-          } else {
-            *o = from_f32<TO>(v[0]);
-          }
-        }
+        for (int m = 0; m < M; ++m) store(m, rb0 + it, acc[0][m], GATED ? acc[1][m] : 0.f);
       } else {
 #pragma unroll
         for (int h = 0; h < R; ++h)
@@ -295,21 +294,15 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(St
   if (wpr > 1) {
     __syncthreads();
     for (int e = tid; e < (rb1 - rb0) * M; e += 256) {
-      const int i = e / M, m = e % M, row = rb0 + i;
+      const int i = e / M, m = e % M;
       float v[R];
 #pragma unroll
       for (int h = 0; h < R; ++h) {
         float t = 0.f;
         for (int j = 0; j < wpr; ++j) t += red[i * wpr + j][h][m];
-        v[h] = t + (a.bias ? a.bias[row + h * a.up] : 0.f);
+        v[h] = t;
       }
-      TO* o = static_cast<TO*>(a.out) + m * a.os + row;
-      if constexpr (GATED) {
-        *o = from_f32<TO>(act_fn(a.act, to_f32(from_f32<bf16>(v[0]))) *
-                          to_f32(from_f32<bf16>(v[1])));
-      } else {
-        *o = from_f32<TO>(v[0]);
-      }
+      store(m, rb0 + i, v[0], GATED ? v[R - 1] : 0.f);
     }
   }
   if constexpr (NORM) {
@@ -418,10 +411,7 @@ StreamArgs stream_args(Tensor x, const void* w, int64_t N, int64_t K, const floa
   a.bias = bias;
   a.out = out.data;
   a.os = out.stride;
-  if (f) {
-    a.act = f->act;
-    a.f = *f;
-  }
+  if (f) a.f = *f;
   return a;
 }
 

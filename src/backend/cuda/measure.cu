@@ -84,14 +84,28 @@ double measure_gemm_tflops(int n, int reps) {
   return 2.0 * n * static_cast<double>(n) * n / (ms * 1e-3) / 1e12;
 }
 
-double time_linear_us(int M, int N, int K, int path, int reps) {
-  const size_t we = static_cast<size_t>(N) * K;
-  const int copies = static_cast<int>(std::max<size_t>(1, (512u << 20) / (we * 2) + 1));
+namespace {
+
+// Copies of a random bf16 weight of `elems` elements, at least `min_copies` and enough to span
+// `span_bytes` between them, for timing in rotation: each call then reads its weight from HBM,
+// not from the L2. Seeds seed, seed + 1, ...
+std::vector<std::unique_ptr<CudaBuffer>> rotating_weights(size_t elems, size_t span_bytes,
+                                                          size_t min_copies, uint64_t seed,
+                                                          const char* what) {
+  const size_t copies = std::max(min_copies, span_bytes / (elems * 2) + 1);
   std::vector<std::unique_ptr<CudaBuffer>> ws;
-  for (int i = 0; i < copies; ++i) {
-    ws.push_back(std::make_unique<CudaBuffer>(we * 2, "linear timing"));
-    fill(ws.back()->data(), we, 10 + i, 0.05f);
+  for (size_t i = 0; i < copies; ++i) {
+    ws.push_back(std::make_unique<CudaBuffer>(elems * 2, what));
+    fill(ws.back()->data(), elems, seed + i, 0.05f);
   }
+  return ws;
+}
+
+}  // namespace
+
+double time_linear_us(int M, int N, int K, int path, int reps) {
+  const auto ws = rotating_weights(static_cast<size_t>(N) * K, 512u << 20, 1, 10, "linear timing");
+  const int copies = static_cast<int>(ws.size());
   CudaBuffer x(static_cast<size_t>(M) * K * 2, "linear timing"),
       o(static_cast<size_t>(M) * N * 4, "linear timing");
   fill(x.data(), static_cast<size_t>(M) * K, 4, 1.f);
@@ -209,12 +223,8 @@ std::string decode_ops_report(int reps) {
   for (int si = 0; si < 4; ++si) {
     const int N = shapes[si][0], K = shapes[si][1];
     const size_t we = static_cast<size_t>(N) * K;
-    const int copies = static_cast<int>(std::max<size_t>(2, (400u << 20) / (we * 2) + 1));
-    std::vector<std::unique_ptr<CudaBuffer>> ws;
-    for (int i = 0; i < copies; ++i) {
-      ws.push_back(std::make_unique<CudaBuffer>(we * 2, "gemv timing"));
-      fill(ws.back()->data(), we, 40 + i, 0.05f);
-    }
+    const auto ws = rotating_weights(we, 400u << 20, 2, 40, "gemv timing");
+    const int copies = static_cast<int>(ws.size());
     for (int M : {1, 2, 8}) {
       CudaBuffer x(static_cast<size_t>(M) * K * 2, "gemv timing"),
           o(static_cast<size_t>(M) * N * 2, "gemv timing");
