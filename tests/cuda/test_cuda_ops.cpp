@@ -259,14 +259,18 @@ TEST(CudaOps, LinearAllPaths) {
     Pair ref = random_pair(c.M, c.N, c.out);
     cpu().linear(x.c.view, *w.c, c.bias ? &bias.c.view : nullptr, ref.c.view);
     const auto want = read(cpu(), ref.c, c.out);
-    for (int path : {0, 1, 2, 3}) {
+    // Path 1 (GEMV) with each GEMV kernel: one row per warp, streaming, tensor cores, auto.
+    const std::pair<int, int> runs[] = {{0, 1}, {1, 0}, {1, 3}, {1, 4}, {1, 1}, {2, 1}, {3, 1}};
+    for (const auto& [path, kind] : runs) {
       Pair out = random_pair(c.M, c.N, c.out);
       poison(out);
       ctl->linear_path = path;
+      ctl->gemv_kind = kind;
       cuda()->linear(x.g.view, *w.g, c.bias ? &bias.g.view : nullptr, out.g.view);
       ctl->linear_path = 0;
+      ctl->gemv_kind = 1;
       EXPECT_LT(rel_err(read(*cuda(), out.g, c.out), want), c.out == DType::f32 ? 1e-4 : kBf16Tol)
-          << "M " << c.M << " N " << c.N << " K " << c.K << " path " << path;
+          << "M " << c.M << " N " << c.N << " K " << c.K << " path " << path << " kind " << kind;
     }
   }
 }
@@ -342,22 +346,25 @@ TEST(CudaOps, DecodeGemvFusions) {
       const auto y0 = randn(static_cast<size_t>(c.M) * c.K);
       const auto wy0 = randn(c.K, 0.2f, 1.f), wo0 = randn(c.K, 0.2f, 1.f), b0 = randn(c.N, 0.5f);
       const FusedRun ref = run_fused_case(cpu(), c, w, res0, y0, wy0, wo0, b0, act);
-      ctl->fuse_gemv = false;
-      ctl->gemv_kind = 3;  // the streaming GEMV, as the fused path: the same sums
-      const FusedRun plain = run_fused_case(*cuda(), c, w, res0, y0, wy0, wo0, b0, act);
-      ctl->gemv_kind = 1;
-      ctl->fuse_gemv = true;
-      const FusedRun fused = run_fused_case(*cuda(), c, w, res0, y0, wy0, wo0, b0, act);
-      std::ostringstream what;
-      what << "M " << c.M << " N " << c.N << " K " << c.K << (c.gated ? " gated" : "")
-           << (c.w_y ? " w_y" : "") << (c.bias ? " bias" : "")
-           << (act == Activation::silu ? " silu" : "");
-      EXPECT_LT(rel_err(fused.res, ref.res), 1e-5) << what.str();
-      EXPECT_LT(rel_err(fused.h, ref.h), kBf16Tol) << what.str();
-      EXPECT_LT(rel_err(fused.out, ref.out), kBf16Tol) << what.str();
-      EXPECT_EQ(fused.res, plain.res) << what.str();
-      EXPECT_EQ(fused.h, plain.h) << what.str();
-      EXPECT_EQ(fused.out, plain.out) << what.str();
+      // The streaming GEMV (3) and the tensor-core one (4), each fused and unfused: the same sums.
+      for (int kind : {3, 4}) {
+        ctl->gemv_kind = kind;
+        ctl->fuse_gemv = false;
+        const FusedRun plain = run_fused_case(*cuda(), c, w, res0, y0, wy0, wo0, b0, act);
+        ctl->fuse_gemv = true;
+        const FusedRun fused = run_fused_case(*cuda(), c, w, res0, y0, wy0, wo0, b0, act);
+        ctl->gemv_kind = 1;
+        std::ostringstream what;
+        what << "kind " << kind << " M " << c.M << " N " << c.N << " K " << c.K
+             << (c.gated ? " gated" : "") << (c.w_y ? " w_y" : "") << (c.bias ? " bias" : "")
+             << (act == Activation::silu ? " silu" : "");
+        EXPECT_LT(rel_err(fused.res, ref.res), 1e-5) << what.str();
+        EXPECT_LT(rel_err(fused.h, ref.h), kBf16Tol) << what.str();
+        EXPECT_LT(rel_err(fused.out, ref.out), kBf16Tol) << what.str();
+        EXPECT_EQ(fused.res, plain.res) << what.str();
+        EXPECT_EQ(fused.h, plain.h) << what.str();
+        EXPECT_EQ(fused.out, plain.out) << what.str();
+      }
     }
   }
 }

@@ -12,7 +12,7 @@ struct CudaBackendControls {
   bool graphs = true;   // capture decode steps as CUDA graphs
   int linear_path = 0;  // 0 auto, 1 GEMV, 2 cuBLASLt, 3 tiled fallback (see LinearOps)
   int gemv_max_m = 8;   // auto: GEMV for M <= this
-  int gemv_kind = 1;    // 0 one row per warp, 1 by layer size, 3 streaming (LinearOps)
+  int gemv_kind = 1;    // 0 one row per warp, 1 auto, 2 auto on CUDA cores, 3 streaming, 4 mma
   bool fuse = true;     // qk_norm_rope + kv_store in one kernel when issued back to back
   // Decode-sized batches: add_rms_norm computed by the GEMV that consumes its output, and
   // linear_gated as one GEMV with the activation in its epilogue (GemvFusion in linear.h).

@@ -65,7 +65,11 @@ class CudaBackend final : public ComputeBackend {
       controls_.graphs = false;
     if (const char* e = std::getenv("TESSERA_GEMV")) {
       const std::string v = e;
-      controls_.gemv_kind = v == "rows" ? 0 : v == "stream" ? 3 : 1;
+      controls_.gemv_kind = v == "rows"     ? 0
+                            : v == "cores"  ? 2
+                            : v == "stream" ? 3
+                            : v == "mma"    ? 4
+                                            : 1;
     }
     if (std::getenv("TESSERA_FUSE") && std::string(std::getenv("TESSERA_FUSE")) == "0")
       controls_.fuse = controls_.fuse_gemv = false;

@@ -10,6 +10,7 @@
 
 #include "backend/cuda/cuda_common.h"
 #include "backend/cuda/device_math.cuh"
+#include "backend/cuda/gemv_fusion.cuh"
 #include "backend/cuda/linear.h"
 #include "core/check.h"
 
@@ -45,6 +46,20 @@ __device__ __forceinline__ float dot8(uint4 w, uint4 x) {
     s = fmaf(a.y, b.y, s);
   }
   return s;
+}
+
+// w (8 bf16) . x (8 f32, two float4) into two accumulators (even and odd k): a bf16 becomes an
+// f32 with one shift or mask, so a 16-byte weight costs 8 ALU + 8 FMA instead of ~29 with bf16
+// x (bench/NOTES-cuda.md run 15: the GEMVs were bound by instruction issue, not by memory).
+__device__ __forceinline__ void dot8f(uint4 w, float4 a, float4 b, float& s0, float& s1) {
+  s0 = fmaf(__uint_as_float(w.x << 16), a.x, s0);
+  s1 = fmaf(__uint_as_float(w.x & 0xffff0000u), a.y, s1);
+  s0 = fmaf(__uint_as_float(w.y << 16), a.z, s0);
+  s1 = fmaf(__uint_as_float(w.y & 0xffff0000u), a.w, s1);
+  s0 = fmaf(__uint_as_float(w.z << 16), b.x, s0);
+  s1 = fmaf(__uint_as_float(w.z & 0xffff0000u), b.y, s1);
+  s0 = fmaf(__uint_as_float(w.w << 16), b.z, s0);
+  s1 = fmaf(__uint_as_float(w.w & 0xffff0000u), b.w, s1);
 }
 
 // GEMV for small M: 8 warps per block, one output row per warp, K split over `wpr` warps when N
@@ -164,23 +179,11 @@ constexpr int kStreamBlocksPerSm = 2;
 constexpr int kStreamMaxItems = 64;
 constexpr size_t kStreamMaxSmem = 96u << 10;
 
-struct StreamArgs {
-  const bf16* W = nullptr;
-  int N = 0, K8 = 0, wpr = 1;  // N: output columns (gate/up pairs when gated)
-  int64_t up = 0;              // gated: row offset of the up half (I)
-  const bf16* x = nullptr;
-  int64_t xs = 0;
-  const float* bias = nullptr;
-  void* out = nullptr;
-  int64_t os = 0;
-  GemvFusion f;  // the norm prologue's operands (f.norm), the activation (f.act)
-};
-
 // KU: loads per lane per row of an item. Every item's loads are issued one item ahead. Measured
 // (bench/NOTES-cuda.md run 10): fewer registers (KU = 5, no look-ahead for gated items, 3-4
 // blocks per SM so that the next kernel's blocks fit beside these) lost 15% on decode_b1.
-template <int M, class TO, bool NORM, bool GATED, int KU>
-__global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(StreamArgs a) {
+template <int M, class TO, bool NORM, bool GATED, int KU, bool XF>
+__global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(GemvArgs a) {
   constexpr int R = GATED ? 2 : 1;  // rows per item
   __shared__ float red[kStreamMaxItems][R][M];
   __shared__ float nred[32];
@@ -216,54 +219,62 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(St
   const bf16* x = a.x;
   int64_t xs = a.xs;
   if constexpr (NORM) {
-    // x = add_rms_norm(res, y) rows, into shared memory: [M][n] bf16 h, then [M][n] f32 v.
-    const int n = K8 * 8;
-    bf16* hs = reinterpret_cast<bf16*>(stream_smem);
-    float* vs = reinterpret_cast<float*>(stream_smem + static_cast<size_t>(M) * n * 2);
-    const GemvFusion& f = a.f;
-    for (int m = 0; m < M; ++m) {
-      AddRmsNormRow<bf16, bf16> row;
-      row.load_weights(f.w_y, f.w_out, n);
-      row.run(f.res + m * f.res_stride, f.y + m * f.y_stride, f.w_y, f.w_out, f.eps, n, vs + m * n,
-              hs + m * n, nred);
-    }
-    __syncthreads();
+    gemv_norm_prologue<M>(a.f, K8 * 8, stream_smem, nred);
     // This block has read the old residual: take a ticket now, look at it at the end (the
     // atomic's round trip overlaps the reductions instead of delaying them).
-    if (tid == 0) ticket = atomicAdd(f.counter, 1);
-    x = hs;
-    xs = n;
+    if (tid == 0) ticket = atomicAdd(a.f.counter, 1);
+    x = reinterpret_cast<const bf16*>(stream_smem);
+    xs = K8 * 8;
   }
-  // Row `row` of output m from its sums (gate, up when gated) plus the bias: the value, or
-  // act(bf16(gate)) * bf16(up) as gated_act computes it from a bf16 gate_up.
-  auto store = [&](int m, int row, float g, float u) {
-    g += a.bias ? a.bias[row] : 0.f;
-    TO* o = static_cast<TO*>(a.out) + m * a.os + row;
-    if constexpr (GATED) {
-      u += a.bias ? a.bias[row + a.up] : 0.f;
-      *o = from_f32<TO>(act_fn(a.f.act, to_f32(from_f32<bf16>(g))) * to_f32(from_f32<bf16>(u)));
-    } else {
-      *o = from_f32<TO>(g);
+  // XF: x as f32 in shared memory [M][K] (after the norm's bytes), converted once per block.
+  float* xf = reinterpret_cast<float*>(stream_smem + (NORM ? static_cast<size_t>(M) * K8 * 48 : 0));
+  if constexpr (XF) {
+#pragma unroll 4
+    for (int i = tid; i < M * K8; i += 256) {
+      const int m = i / K8, c = i - m * K8;
+      const uint4 v = NORM ? reinterpret_cast<const uint4*>(x + m * xs)[c]
+                           : __ldg(reinterpret_cast<const uint4*>(x + m * xs) + c);
+      float4* d = reinterpret_cast<float4*>(xf + static_cast<size_t>(m) * K8 * 8) + 2 * c;
+      d[0] = make_float4(__uint_as_float(v.x << 16), __uint_as_float(v.x & 0xffff0000u),
+                         __uint_as_float(v.y << 16), __uint_as_float(v.y & 0xffff0000u));
+      d[1] = make_float4(__uint_as_float(v.z << 16), __uint_as_float(v.z & 0xffff0000u),
+                         __uint_as_float(v.w << 16), __uint_as_float(v.w & 0xffff0000u));
     }
-  };
+    __syncthreads();
+  }
+  auto store = [&](int m, int row, float g, float u) { gemv_store<TO, GATED>(a, m, row, g, u); };
   auto reduce_item = [&](const uint4(&cur)[R][KU], int it) {
-    float acc[R][M];
+    float acc[R][M], acc2[R][M];
 #pragma unroll
     for (int h = 0; h < R; ++h)
 #pragma unroll
-      for (int m = 0; m < M; ++m) acc[h][m] = 0.f;
+      for (int m = 0; m < M; ++m) acc[h][m] = acc2[h][m] = 0.f;
 #pragma unroll
     for (int u = 0; u < KU; ++u) {
       const int c = lo + lane + 32 * u;
       if (c < hi) {
 #pragma unroll
         for (int m = 0; m < M; ++m) {
-          const uint4 xv = NORM ? reinterpret_cast<const uint4*>(x + m * xs)[c]
-                                : __ldg(reinterpret_cast<const uint4*>(x + m * xs) + c);
+          if constexpr (XF) {
+            const float4* xv =
+                reinterpret_cast<const float4*>(xf + static_cast<size_t>(m) * K8 * 8);
+            const float4 x0 = xv[2 * c], x1 = xv[2 * c + 1];
 #pragma unroll
-          for (int h = 0; h < R; ++h) acc[h][m] += dot8(cur[h][u], xv);
+            for (int h = 0; h < R; ++h) dot8f(cur[h][u], x0, x1, acc[h][m], acc2[h][m]);
+          } else {
+            const uint4 xv = NORM ? reinterpret_cast<const uint4*>(x + m * xs)[c]
+                                  : __ldg(reinterpret_cast<const uint4*>(x + m * xs) + c);
+#pragma unroll
+            for (int h = 0; h < R; ++h) acc[h][m] += dot8(cur[h][u], xv);
+          }
         }
       }
+    }
+    if constexpr (XF) {
+#pragma unroll
+      for (int h = 0; h < R; ++h)
+#pragma unroll
+        for (int m = 0; m < M; ++m) acc[h][m] += acc2[h][m];
     }
 #pragma unroll
     for (int h = 0; h < R; ++h)
@@ -305,25 +316,13 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(St
       store(m, rb0 + i, v[0], GATED ? v[R - 1] : 0.f);
     }
   }
-  if constexpr (NORM) {
-    // The block with the last ticket writes the new residual and h (still in shared memory):
-    // every block had read the old residual before taking its ticket.
-    if (tid == 0) is_last = ticket == static_cast<int>(gridDim.x) - 1;
-    __syncthreads();
-    if (is_last) {
-      const int n = K8 * 8;
-      const bf16* hs = reinterpret_cast<const bf16*>(stream_smem);
-      const float* vs =
-          reinterpret_cast<const float*>(stream_smem + static_cast<size_t>(M) * n * 2);
-      const GemvFusion& f = a.f;
-      for (int m = 0; m < M; ++m)
-        for (int i = tid; i < n; i += 256) {
-          f.res[m * f.res_stride + i] = vs[m * n + i];
-          f.h[m * f.h_stride + i] = hs[m * n + i];
-        }
-      if (tid == 0) *f.counter = 0;
-    }
-  }
+  if constexpr (NORM) gemv_norm_writeback<M>(a.f, K8 * 8, stream_smem, ticket, &is_last);
+}
+
+bool stream_xf_enabled() {
+  static const bool on =
+      !(std::getenv("TESSERA_GEMV_XF") && std::string(std::getenv("TESSERA_GEMV_XF")) == "0");
+  return on;
 }
 
 // Slices per row for the stream GEMV (`rows` output rows or pairs of K inputs), or 0 when the
@@ -339,26 +338,35 @@ int stream_wpr(int64_t rows, int64_t K, int sms, int ku) {
   return wpr;
 }
 
-template <int M, class TO, bool NORM, bool GATED, int KU>
-void launch_stream_k(const StreamArgs& a, unsigned grid, size_t smem, cudaStream_t st) {
+template <int M, class TO, bool NORM, bool GATED, int KU, bool XF>
+void launch_stream_k(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_t st) {
   static const bool configured = [] {
-    TS_CUDA(cudaFuncSetAttribute(gemv_stream_kernel<M, TO, NORM, GATED, KU>,
+    TS_CUDA(cudaFuncSetAttribute(gemv_stream_kernel<M, TO, NORM, GATED, KU, XF>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  static_cast<int>(kStreamMaxSmem)));
     return true;
   }();
   (void)configured;
-  launch(gemv_stream_kernel<M, TO, NORM, GATED, KU>, grid, 256, smem, st, "linear (gemv)", a);
+  launch(gemv_stream_kernel<M, TO, NORM, GATED, KU, XF>, grid, 256, smem, st, "linear (gemv)", a);
 }
 
-// Gated items hold two rows: 5 loads per lane per row (K <= 1280 per slice), else 8.
+// Gated items hold two rows: 5 loads per lane per row (K <= 1280 per slice), else 8. x goes to
+// shared memory as f32 at M = 1 when it fits (TESSERA_GEMV_XF=0 turns that off).
 template <int M, class TO, bool NORM, bool GATED>
-void launch_stream_t(const StreamArgs& a, unsigned grid, size_t smem, cudaStream_t st) {
-  launch_stream_k<M, TO, NORM, GATED, GATED ? 5 : kU>(a, grid, smem, st);
+void launch_stream_t(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_t st) {
+  constexpr int KU = GATED ? 5 : kU;
+  const size_t xf = static_cast<size_t>(M) * a.K8 * 8 * 4;
+  if constexpr (M == 1) {  // at M = 2 it measured slower (gate_up 12.7 -> 14.3 us, run 15)
+    if (stream_xf_enabled() && smem + xf <= kStreamMaxSmem) {
+      launch_stream_k<M, TO, NORM, GATED, KU, true>(a, grid, smem + xf, st);
+      return;
+    }
+  }
+  launch_stream_k<M, TO, NORM, GATED, KU, false>(a, grid, smem, st);
 }
 
 template <int M, class TO>
-void launch_stream_m(const StreamArgs& a, bool norm, bool gated, unsigned grid, size_t smem,
+void launch_stream_m(const GemvArgs& a, bool norm, bool gated, unsigned grid, size_t smem,
                      cudaStream_t st) {
   if constexpr (std::is_same_v<TO, float>) {  // fusions write bf16 only
     launch_stream_t<M, TO, false, false>(a, grid, smem, st);
@@ -374,7 +382,7 @@ void launch_stream_m(const StreamArgs& a, bool norm, bool gated, unsigned grid, 
 }
 
 template <class TO>
-void launch_gemv_stream(int M, StreamArgs a, bool norm, bool gated, cudaStream_t st, int sms) {
+void launch_gemv_stream(int M, GemvArgs a, bool norm, bool gated, cudaStream_t st, int sms) {
   const unsigned grid =
       static_cast<unsigned>(std::min<int64_t>(static_cast<int64_t>(sms) * kStreamBlocksPerSm, a.N));
   const size_t smem = norm ? static_cast<size_t>(M) * a.K8 * 8 * 6 : 0;
@@ -397,9 +405,9 @@ void launch_gemv_stream(int M, StreamArgs a, bool norm, bool gated, cudaStream_t
 #undef TS_GEMV_STREAM_CASE
 }
 
-StreamArgs stream_args(Tensor x, const void* w, int64_t N, int64_t K, const float* bias, Tensor out,
-                       const GemvFusion* f, int sms) {
-  StreamArgs a;
+GemvArgs stream_args(Tensor x, const void* w, int64_t N, int64_t K, const float* bias, Tensor out,
+                     const GemvFusion* f, int sms) {
+  GemvArgs a;
   const bool gated = f && f->gated;
   a.W = static_cast<const bf16*>(w);
   a.N = static_cast<int>(gated ? N / 2 : N);
@@ -559,11 +567,23 @@ bool LinearOps::gemv_fusable(Tensor x, const void* w, DType w_dt, int64_t N, int
     return false;
   if (f.gated && (N % 2 != 0 || out.cols != N / 2)) return false;
   if (!f.gated && out.cols != N) return false;
-  if (f.norm && static_cast<size_t>(M) * K * 6 > kStreamMaxSmem) return false;
   Tensor probe = out;
   probe.cols = N;  // the path check looks at the weight's shape
-  return choose_path(x, w, w_dt, N, K, probe) == 1 &&
-         stream_wpr(f.gated ? N / 2 : N, K, sms_, f.gated ? 5 : kU) > 0;
+  if (choose_path(x, w, w_dt, N, K, probe) != 1) return false;
+  if (use_mma(M, f.gated ? N / 2 : N, K, f.norm, f.gated)) return true;
+  if (f.norm && static_cast<size_t>(M) * K * 6 > kStreamMaxSmem) return false;
+  return stream_wpr(f.gated ? N / 2 : N, K, sms_, f.gated ? 5 : kU) > 0;
+}
+
+// The tensor-core GEMV: everywhere it fits with TESSERA_GEMV=mma; by default for 2 <= M <= 8 on
+// layers of <= 4M weights, where it measured faster than the streaming and one-row kernels
+// (bench/NOTES-cuda.md run 15: qkv M = 2 2.72 vs 3.13 us, M = 8 2.76 vs 4.55; o M = 8 2.51 vs
+// 3.72). At M = 1 and on large layers its 8-row tiles read W in 64-byte pieces per row, which
+// the L2 and HBM serve at half rate (gate_up M = 1 19.3 vs 10.9 us).
+bool LinearOps::use_mma(int64_t M, int64_t rows, int64_t K, bool norm, bool gated) const {
+  const double weights = static_cast<double>(rows) * K * (gated ? 2 : 1);
+  const bool wanted = gemv_kind_ == 4 || (gemv_kind_ == 1 && M >= 2 && weights <= 4e6);
+  return wanted && gemv_mma_fits(static_cast<int>(M), rows, K, norm, sms_);
 }
 
 void LinearOps::linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, const float* bias,
@@ -572,16 +592,25 @@ void LinearOps::linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K
   if (M == 0 || N == 0) return;
   if (f) {
     TS_ASSERT(x.cols == K && gemv_fusable(x, w, w_dt, N, K, out, *f));
-    launch_gemv_stream<bf16>(static_cast<int>(M), stream_args(x, w, N, K, bias, out, f, sms_),
-                             f->norm, f->gated, st, sms_);
+    const GemvArgs a = stream_args(x, w, N, K, bias, out, f, sms_);
+    if (use_mma(M, a.N, K, f->norm, f->gated)) {
+      launch_gemv_mma(static_cast<int>(M), a, f->norm, f->gated, DType::bf16, st, sms_);
+    } else {
+      launch_gemv_stream<bf16>(static_cast<int>(M), a, f->norm, f->gated, st, sms_);
+    }
     return;
   }
   TS_ASSERT(x.cols == K && out.cols == N && out.rows >= M);
   const int path = choose_path(x, w, w_dt, N, K, out);
+  if (path == 1 && use_mma(M, N, K, false, false)) {
+    launch_gemv_mma(static_cast<int>(M), stream_args(x, w, N, K, bias, out, nullptr, sms_), false,
+                    false, out.dtype, st, sms_);
+    return;
+  }
   if (path == 1) {
     // The streaming kernel where it measured faster (large layers, bench/NOTES-cuda.md run 10),
     // the one-row-per-warp kernel for small ones (all loads in flight at once).
-    const bool stream = gemv_kind_ == 3 || (gemv_kind_ == 1 && static_cast<double>(N) * K >= 4e6);
+    const bool stream = gemv_kind_ == 3 || (gemv_kind_ != 0 && static_cast<double>(N) * K >= 4e6);
     if (stream && N <= std::numeric_limits<int>::max() && stream_wpr(N, K, sms_, kU) > 0) {
       dispatch_float(out.dtype, [&](auto to) {
         using TO = decltype(to);

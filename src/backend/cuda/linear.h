@@ -46,6 +46,27 @@ struct GemvFusion {
   Activation act = Activation::gelu_tanh;
 };
 
+// One decode GEMV launch (linear.cu's streaming kernel, gemv_mma.cu's tensor-core one): out[m,
+// r] = W[r] . x[m] (+ bias), with the fusions in f.
+struct GemvArgs {
+  const bf16* W = nullptr;
+  int N = 0, K8 = 0, wpr = 1;  // N: output columns (gate/up pairs when gated); K8 = K / 8
+  int64_t up = 0;              // gated: row offset of the up half (I)
+  const bf16* x = nullptr;
+  int64_t xs = 0;
+  const float* bias = nullptr;
+  void* out = nullptr;
+  int64_t os = 0;
+  GemvFusion f;  // the norm prologue's operands (f.norm), the activation (f.act)
+};
+
+// The tensor-core GEMV (gemv_mma.cu): whether it takes this shape (M <= 8, K >= 256 in steps of
+// 32, its shared memory within bounds; N: output rows, pairs when gated), and the launch (bf16 or
+// f32 out; fusions only with bf16).
+bool gemv_mma_fits(int M, int64_t N, int64_t K, bool norm, int sms);
+void launch_gemv_mma(int M, const GemvArgs& a, bool norm, bool gated, DType out_dt, cudaStream_t st,
+                     int sms);
+
 class LinearOps {
  public:
   LinearOps();
@@ -63,8 +84,10 @@ class LinearOps {
   // 3 always the tiled fallback. For the op tests and the crossover benchmark.
   void set_force_path(int p) { force_path_ = p; }
   void set_gemv_max_m(int m) { gemv_max_m_ = m; }
-  // Which GEMV kernel without fusions: 0 one row per warp, 1 by layer size (default), 3 the
-  // persistent streaming one (TESSERA_GEMV=rows|auto|stream).
+  // Which GEMV kernel: 0 one row per warp, 1 auto (default: by M and layer size), 2 auto
+  // without the tensor-core one, 3 the persistent streaming one, 4 the tensor-core one wherever
+  // it fits, fusions included (TESSERA_GEMV=rows|auto|cores|stream|mma); 0 and 3 apply to
+  // unfused GEMVs only.
   void set_gemv_kind(int k) { gemv_kind_ = k; }
   int gemv_max_m() const { return gemv_max_m_; }
 
@@ -79,6 +102,7 @@ class LinearOps {
              int al_x, int al_o);
   int choose_path(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, Tensor out) const;
   void lt_matmul(Tensor x, const void* w, int64_t N, int64_t K, Tensor out, cudaStream_t st);
+  bool use_mma(int64_t M, int64_t rows, int64_t K, bool norm, bool gated) const;
 
   cublasLtHandle_t handle_ = nullptr;
   std::unique_ptr<CudaBuffer> workspace_;

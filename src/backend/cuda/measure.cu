@@ -230,20 +230,37 @@ std::string decode_ops_report(int reps) {
           o(static_cast<size_t>(M) * N * 2, "gemv timing");
       fill(x.data(), static_cast<size_t>(M) * K, 5, 1.f);
       Tensor xt{x.data(), DType::bf16, M, K, K}, ot{o.data(), DType::bf16, M, N, N};
-      double us[2];
-      for (int kind = 0; kind < 2; ++kind) {
+      double us[3];
+      for (int kind = 0; kind < 3; ++kind) {
         LinearOps lin;
         lin.set_force_path(1);
-        lin.set_gemv_kind(kind == 0 ? 0 : 3);
+        lin.set_gemv_kind(kind == 0 ? 0 : kind == 1 ? 3 : 4);
         us[kind] = graph_us_per_launch(copies, reps, [&](int i, cudaStream_t st) {
           lin.linear(xt, ws[i % copies]->data(), DType::bf16, N, K, nullptr, ot, st);
         });
       }
       std::snprintf(
           line, sizeof line,
-          "gemv %-8s M=%d [%d x %d]: rows %.2f us (%.0f GB/s), stream %.2f us (%.0f GB/s)\n",
-          names[si], M, N, K, us[0], we * 2 / us[0] / 1e3, us[1], we * 2 / us[1] / 1e3);
+          "gemv %-8s M=%d [%d x %d]: rows %.2f us (%.0f GB/s), stream %.2f us (%.0f GB/s), "
+          "mma %.2f us (%.0f GB/s)\n",
+          names[si], M, N, K, us[0], we * 2 / us[0] / 1e3, us[1], we * 2 / us[1] / 1e3, us[2],
+          we * 2 / us[2] / 1e3);
       r += line;
+      if (M == 1) {  // the same weight every launch: what the kernels do with an L2 hit
+        double hot[2];
+        for (int kind = 0; kind < 2; ++kind) {
+          LinearOps lin;
+          lin.set_force_path(1);
+          lin.set_gemv_kind(kind == 0 ? 3 : 4);
+          hot[kind] = graph_us_per_launch(copies, reps, [&](int, cudaStream_t st) {
+            lin.linear(xt, ws[0]->data(), DType::bf16, N, K, nullptr, ot, st);
+          });
+        }
+        std::snprintf(line, sizeof line,
+                      "gemv %-8s M=1, L2-resident weight: stream %.2f us, mma %.2f us\n", names[si],
+                      hot[0], hot[1]);
+        r += line;
+      }
     }
   }
   // Decode attention, Gemma-3-1B heads (4 q, 1 kv, 256 dims), 26 launches per graph.

@@ -1,0 +1,62 @@
+// The decoder stages that ride on the decode GEMVs (GemvFusion, linear.h), as device code shared by
+// the streaming GEMV (linear.cu) and the tensor-core GEMV (gemv_mma.cu), so that both compute the
+// same bits: the add_rms_norm prologue into shared memory, the write-back of the residual by the
+// last block, and the output store with bias and the gated activation. Include from .cu files only.
+#pragma once
+
+#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/device_math.cuh"
+#include "backend/cuda/linear.h"
+
+namespace tessera::cuda {
+
+// x = add_rms_norm(res, y) rows into shared memory, computed by every block: [M][n] bf16 h at
+// smem, then [M][n] f32 v. `nred`: 32 floats of shared memory. Ends with a block barrier.
+template <int M>
+__device__ __forceinline__ void gemv_norm_prologue(const GemvFusion& f, int n, unsigned char* smem,
+                                                   float* nred) {
+  bf16* hs = reinterpret_cast<bf16*>(smem);
+  float* vs = reinterpret_cast<float*>(smem + static_cast<size_t>(M) * n * 2);
+  for (int m = 0; m < M; ++m) {
+    AddRmsNormRow<bf16, bf16> row;
+    row.load_weights(f.w_y, f.w_out, n);
+    row.run(f.res + m * f.res_stride, f.y + m * f.y_stride, f.w_y, f.w_out, f.eps, n, vs + m * n,
+            hs + m * n, nred);
+  }
+  __syncthreads();
+}
+
+// The block whose ticket (taken after its prologue) is the last writes the new residual and h
+// from its shared memory: every block had read the old residual before taking its ticket.
+template <int M>
+__device__ __forceinline__ void gemv_norm_writeback(const GemvFusion& f, int n,
+                                                    const unsigned char* smem, int ticket,
+                                                    int* is_last) {
+  if (threadIdx.x == 0) *is_last = ticket == static_cast<int>(gridDim.x) - 1;
+  __syncthreads();
+  if (!*is_last) return;
+  const bf16* hs = reinterpret_cast<const bf16*>(smem);
+  const float* vs = reinterpret_cast<const float*>(smem + static_cast<size_t>(M) * n * 2);
+  for (int m = 0; m < M; ++m)
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+      f.res[m * f.res_stride + i] = vs[m * n + i];
+      f.h[m * f.h_stride + i] = hs[m * n + i];
+    }
+  if (threadIdx.x == 0) *f.counter = 0;
+}
+
+// Row `row` of output m from its sums (gate, and up when gated) plus the bias: the value, or
+// act(bf16(gate)) * bf16(up) as gated_act computes it from a bf16 gate_up.
+template <class TO, bool GATED>
+__device__ __forceinline__ void gemv_store(const GemvArgs& a, int m, int row, float g, float u) {
+  g += a.bias ? a.bias[row] : 0.f;
+  TO* o = static_cast<TO*>(a.out) + m * a.os + row;
+  if constexpr (GATED) {
+    u += a.bias ? a.bias[row + a.up] : 0.f;
+    *o = from_f32<TO>(act_fn(a.f.act, to_f32(from_f32<bf16>(g))) * to_f32(from_f32<bf16>(u)));
+  } else {
+    *o = from_f32<TO>(g);
+  }
+}
+
+}  // namespace tessera::cuda
