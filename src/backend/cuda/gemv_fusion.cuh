@@ -4,6 +4,8 @@
 // last block, and the output store with bias and the gated activation. Include from .cu files only.
 #pragma once
 
+#include <type_traits>
+
 #include "backend/cuda/cuda_common.h"
 #include "backend/cuda/device_math.cuh"
 #include "backend/cuda/linear.h"
@@ -56,6 +58,56 @@ __device__ __forceinline__ void gemv_store(const GemvArgs& a, int m, int row, fl
     *o = from_f32<TO>(act_fn(a.f.act, to_f32(from_f32<bf16>(g))) * to_f32(from_f32<bf16>(u)));
   } else {
     *o = from_f32<TO>(g);
+  }
+}
+
+// Host side: calls f.template operator()<M, TO, NORM, GATED>() for a runtime M in 1..8 and the
+// fusions (which write bf16 only: with TO = float both are off), so that each GEMV launcher
+// instantiates its kernels from one switch.
+template <int M, class TO, class F>
+void dispatch_gemv_fusions(bool norm, bool gated, F& f) {
+  if constexpr (std::is_same_v<TO, float>) {
+    f.template operator()<M, TO, false, false>();
+  } else if (norm && gated) {
+    f.template operator()<M, TO, true, true>();
+  } else if (norm) {
+    f.template operator()<M, TO, true, false>();
+  } else if (gated) {
+    f.template operator()<M, TO, false, true>();
+  } else {
+    f.template operator()<M, TO, false, false>();
+  }
+}
+
+template <class TO, class F>
+void dispatch_gemv(int M, bool norm, bool gated, F&& f) {
+  switch (M) {
+    case 1:
+      dispatch_gemv_fusions<1, TO>(norm, gated, f);
+      break;
+    case 2:
+      dispatch_gemv_fusions<2, TO>(norm, gated, f);
+      break;
+    case 3:
+      dispatch_gemv_fusions<3, TO>(norm, gated, f);
+      break;
+    case 4:
+      dispatch_gemv_fusions<4, TO>(norm, gated, f);
+      break;
+    case 5:
+      dispatch_gemv_fusions<5, TO>(norm, gated, f);
+      break;
+    case 6:
+      dispatch_gemv_fusions<6, TO>(norm, gated, f);
+      break;
+    case 7:
+      dispatch_gemv_fusions<7, TO>(norm, gated, f);
+      break;
+    case 8:
+      dispatch_gemv_fusions<8, TO>(norm, gated, f);
+      break;
+    default:
+      break;
   }
 }
 

@@ -20,7 +20,6 @@
 // summed in shared memory in a fixed order (deterministic).
 // ref: PTX ISA "Matrix fragments for mma.m16n8k16"; linear.cu's streaming GEMV (same contract).
 #include <algorithm>
-#include <type_traits>
 
 #include "backend/cuda/cuda_common.h"
 #include "backend/cuda/gemv_fusion.cuh"
@@ -190,55 +189,6 @@ void launch_t(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_t st) {
   launch(kernel, grid, 256, smem, st, "linear (gemv mma)", a);
 }
 
-template <int M, class TO>
-void launch_m(const GemvArgs& a, bool norm, bool gated, unsigned grid, size_t smem,
-              cudaStream_t st) {
-  if constexpr (std::is_same_v<TO, float>) {  // fusions write bf16 only
-    launch_t<M, TO, false, false>(a, grid, smem, st);
-  } else if (norm && gated) {
-    launch_t<M, TO, true, true>(a, grid, smem, st);
-  } else if (norm) {
-    launch_t<M, TO, true, false>(a, grid, smem, st);
-  } else if (gated) {
-    launch_t<M, TO, false, true>(a, grid, smem, st);
-  } else {
-    launch_t<M, TO, false, false>(a, grid, smem, st);
-  }
-}
-
-template <class TO>
-void launch_any(int M, const GemvArgs& a, bool norm, bool gated, unsigned grid, size_t smem,
-                cudaStream_t st) {
-  switch (M) {
-    case 1:
-      launch_m<1, TO>(a, norm, gated, grid, smem, st);
-      break;
-    case 2:
-      launch_m<2, TO>(a, norm, gated, grid, smem, st);
-      break;
-    case 3:
-      launch_m<3, TO>(a, norm, gated, grid, smem, st);
-      break;
-    case 4:
-      launch_m<4, TO>(a, norm, gated, grid, smem, st);
-      break;
-    case 5:
-      launch_m<5, TO>(a, norm, gated, grid, smem, st);
-      break;
-    case 6:
-      launch_m<6, TO>(a, norm, gated, grid, smem, st);
-      break;
-    case 7:
-      launch_m<7, TO>(a, norm, gated, grid, smem, st);
-      break;
-    case 8:
-      launch_m<8, TO>(a, norm, gated, grid, smem, st);
-      break;
-    default:
-      break;
-  }
-}
-
 }  // namespace
 
 bool gemv_mma_fits(int M, int64_t N, int64_t K, bool norm, int sms) {
@@ -254,10 +204,13 @@ void launch_gemv_mma(int M, const GemvArgs& a, bool norm, bool gated, DType out_
   const unsigned grid = static_cast<unsigned>(grid_of(a.N, sms));
   const size_t smem = (norm ? norm_bytes(M, static_cast<int64_t>(a.K8) * 8) : 0) +
                       red_bytes(M, max_tiles_per_block(a.N, sms), gated);
+  auto go = [&]<int M_, class TO, bool NORM, bool GATED>() {
+    launch_t<M_, TO, NORM, GATED>(a, grid, smem, st);
+  };
   if (out_dt == DType::f32) {
-    launch_any<float>(M, a, norm, gated, grid, smem, st);
+    dispatch_gemv<float>(M, norm, gated, go);
   } else {
-    launch_any<bf16>(M, a, norm, gated, grid, smem, st);
+    dispatch_gemv<bf16>(M, norm, gated, go);
   }
 }
 

@@ -365,44 +365,14 @@ void launch_stream_t(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_t
   launch_stream_k<M, TO, NORM, GATED, KU, false>(a, grid, smem, st);
 }
 
-template <int M, class TO>
-void launch_stream_m(const GemvArgs& a, bool norm, bool gated, unsigned grid, size_t smem,
-                     cudaStream_t st) {
-  if constexpr (std::is_same_v<TO, float>) {  // fusions write bf16 only
-    launch_stream_t<M, TO, false, false>(a, grid, smem, st);
-  } else if (norm && gated) {
-    launch_stream_t<M, TO, true, true>(a, grid, smem, st);
-  } else if (norm) {
-    launch_stream_t<M, TO, true, false>(a, grid, smem, st);
-  } else if (gated) {
-    launch_stream_t<M, TO, false, true>(a, grid, smem, st);
-  } else {
-    launch_stream_t<M, TO, false, false>(a, grid, smem, st);
-  }
-}
-
 template <class TO>
 void launch_gemv_stream(int M, GemvArgs a, bool norm, bool gated, cudaStream_t st, int sms) {
   const unsigned grid =
       static_cast<unsigned>(std::min<int64_t>(static_cast<int64_t>(sms) * kStreamBlocksPerSm, a.N));
   const size_t smem = norm ? static_cast<size_t>(M) * a.K8 * 8 * 6 : 0;
-#define TS_GEMV_STREAM_CASE(m_)                              \
-  case m_:                                                   \
-    launch_stream_m<m_, TO>(a, norm, gated, grid, smem, st); \
-    break;
-  switch (M) {
-    TS_GEMV_STREAM_CASE(1)
-    TS_GEMV_STREAM_CASE(2)
-    TS_GEMV_STREAM_CASE(3)
-    TS_GEMV_STREAM_CASE(4)
-    TS_GEMV_STREAM_CASE(5)
-    TS_GEMV_STREAM_CASE(6)
-    TS_GEMV_STREAM_CASE(7)
-    TS_GEMV_STREAM_CASE(8)
-    default:
-      break;
-  }
-#undef TS_GEMV_STREAM_CASE
+  dispatch_gemv<TO>(M, norm, gated, [&]<int M_, class TO_, bool NORM, bool GATED>() {
+    launch_stream_t<M_, TO_, NORM, GATED>(a, grid, smem, st);
+  });
 }
 
 GemvArgs stream_args(Tensor x, const void* w, int64_t N, int64_t K, const float* bias, Tensor out,
