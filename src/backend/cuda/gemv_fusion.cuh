@@ -12,8 +12,23 @@
 
 namespace tessera::cuda {
 
+// Shared memory of the norm prologue below: [M][n] bf16 h, then [M][n] f32 v.
+__host__ __device__ inline size_t gemv_norm_bytes(int M, int64_t n) {
+  return static_cast<size_t>(M) * n * 6;
+}
+
+// Eight bf16 (a 16-byte load) as f32, in order: a bf16 is the high half of its f32, so each
+// widens with one shift or mask.
+__device__ __forceinline__ void widen_bf16x8(uint4 v, float4& lo, float4& hi) {
+  lo = make_float4(__uint_as_float(v.x << 16), __uint_as_float(v.x & 0xffff0000u),
+                   __uint_as_float(v.y << 16), __uint_as_float(v.y & 0xffff0000u));
+  hi = make_float4(__uint_as_float(v.z << 16), __uint_as_float(v.z & 0xffff0000u),
+                   __uint_as_float(v.w << 16), __uint_as_float(v.w & 0xffff0000u));
+}
+
 // x = add_rms_norm(res, y) rows into shared memory, computed by every block: [M][n] bf16 h at
-// smem, then [M][n] f32 v. `nred`: 32 floats of shared memory. Ends with a block barrier.
+// smem, then [M][n] f32 v (gemv_norm_bytes). `nred`: 32 floats of shared memory. Ends with a
+// block barrier.
 template <int M>
 __device__ __forceinline__ void gemv_norm_prologue(const GemvFusion& f, int n, unsigned char* smem,
                                                    float* nred) {

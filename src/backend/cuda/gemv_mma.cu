@@ -45,9 +45,6 @@ int max_tiles_per_block(int64_t N, int sms) {
   const int T = tiles_of(N), G = grid_of(N, sms);
   return (T + G - 1) / G;
 }
-size_t norm_bytes(int M, int64_t K) {
-  return static_cast<size_t>(M) * K * 6;
-}
 size_t red_bytes(int M, int tiles, bool gated) {
   return static_cast<size_t>(tiles) * kSlices * (gated ? 2 : 1) * M * 8 * sizeof(float);
 }
@@ -67,8 +64,8 @@ __global__ void __launch_bounds__(256, kBlocksPerSm) gemv_mma_kernel(GemvArgs a)
   const int c0 = CH * warp / kSlices, c1 = CH * (warp + 1) / kSlices;
   const int steps = ntiles * (c1 - c0);
   const uint4* W4 = reinterpret_cast<const uint4*>(a.W);
-  const size_t nb = NORM ? static_cast<size_t>(M) * K8 * 8 * 6 : 0;  // norm prologue's bytes
-  float* red = reinterpret_cast<float*>(mma_smem + nb);              // [ntiles][kSlices][R][M][8]
+  // [ntiles][kSlices][R][M][8], after the norm prologue's bytes
+  float* red = reinterpret_cast<float*>(mma_smem + (NORM ? gemv_norm_bytes(M, K8 * 8) : 0));
 
   // Step cursors (tile, chunk): the load cursor runs D steps ahead of the consume cursor. A slot
   // holds the step's W uint4 (R rows) and x uint4. Loads are predicated without an else (a
@@ -194,15 +191,16 @@ void launch_t(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_t st) {
 bool gemv_mma_fits(int M, int64_t N, int64_t K, bool norm, int sms) {
   if (M < 1 || M > 8 || K % 32 != 0 || K / 32 < kMinChunks || N < 1 || N > (int64_t{1} << 30))
     return false;
-  const size_t smem =
-      (norm ? norm_bytes(M, K) : 0) + red_bytes(M, max_tiles_per_block(N, std::max(sms, 1)), true);
+  // Sized for the gated case (two sums per output), the larger.
+  const size_t smem = (norm ? gemv_norm_bytes(M, K) : 0) +
+                      red_bytes(M, max_tiles_per_block(N, std::max(sms, 1)), true);
   return smem <= kMaxSmem;
 }
 
 void launch_gemv_mma(int M, const GemvArgs& a, bool norm, bool gated, DType out_dt, cudaStream_t st,
                      int sms) {
   const unsigned grid = static_cast<unsigned>(grid_of(a.N, sms));
-  const size_t smem = (norm ? norm_bytes(M, static_cast<int64_t>(a.K8) * 8) : 0) +
+  const size_t smem = (norm ? gemv_norm_bytes(M, static_cast<int64_t>(a.K8) * 8) : 0) +
                       red_bytes(M, max_tiles_per_block(a.N, sms), gated);
   auto go = [&]<int M_, class TO, bool NORM, bool GATED>() {
     launch_t<M_, TO, NORM, GATED>(a, grid, smem, st);

@@ -19,6 +19,10 @@ namespace tessera::cuda {
 namespace {
 
 constexpr size_t kWorkspaceBytes = 32u << 20;
+// A "small" layer for the GEMV choices (qkv, o of a 1B model; gate_up, down are larger): up to
+// this many weights the GEMVs beat cuBLASLt at any decode M and the one-row and tensor-core
+// kernels beat the streaming one (bench/NOTES-cuda.md runs 10 and 15).
+constexpr double kSmallLayerWeights = 4e6;
 constexpr int kMaxGemvM = 8;
 
 void check_lt(cublasStatus_t s, const char* what) {
@@ -52,14 +56,16 @@ __device__ __forceinline__ float dot8(uint4 w, uint4 x) {
 // f32 with one shift or mask, so a 16-byte weight costs 8 ALU + 8 FMA instead of ~29 with bf16
 // x (bench/NOTES-cuda.md run 15: the GEMVs were bound by instruction issue, not by memory).
 __device__ __forceinline__ void dot8f(uint4 w, float4 a, float4 b, float& s0, float& s1) {
-  s0 = fmaf(__uint_as_float(w.x << 16), a.x, s0);
-  s1 = fmaf(__uint_as_float(w.x & 0xffff0000u), a.y, s1);
-  s0 = fmaf(__uint_as_float(w.y << 16), a.z, s0);
-  s1 = fmaf(__uint_as_float(w.y & 0xffff0000u), a.w, s1);
-  s0 = fmaf(__uint_as_float(w.z << 16), b.x, s0);
-  s1 = fmaf(__uint_as_float(w.z & 0xffff0000u), b.y, s1);
-  s0 = fmaf(__uint_as_float(w.w << 16), b.z, s0);
-  s1 = fmaf(__uint_as_float(w.w & 0xffff0000u), b.w, s1);
+  float4 wa, wb;
+  widen_bf16x8(w, wa, wb);
+  s0 = fmaf(wa.x, a.x, s0);
+  s1 = fmaf(wa.y, a.y, s1);
+  s0 = fmaf(wa.z, a.z, s0);
+  s1 = fmaf(wa.w, a.w, s1);
+  s0 = fmaf(wb.x, b.x, s0);
+  s1 = fmaf(wb.y, b.y, s1);
+  s0 = fmaf(wb.z, b.z, s0);
+  s1 = fmaf(wb.w, b.w, s1);
 }
 
 // GEMV for small M: 8 warps per block, one output row per warp, K split over `wpr` warps when N
@@ -227,7 +233,7 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(Ge
     xs = K8 * 8;
   }
   // XF: x as f32 in shared memory [M][K] (after the norm's bytes), converted once per block.
-  float* xf = reinterpret_cast<float*>(stream_smem + (NORM ? static_cast<size_t>(M) * K8 * 48 : 0));
+  float* xf = reinterpret_cast<float*>(stream_smem + (NORM ? gemv_norm_bytes(M, K8 * 8) : 0));
   if constexpr (XF) {
 #pragma unroll 4
     for (int i = tid; i < M * K8; i += 256) {
@@ -235,10 +241,7 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(Ge
       const uint4 v = NORM ? reinterpret_cast<const uint4*>(x + m * xs)[c]
                            : __ldg(reinterpret_cast<const uint4*>(x + m * xs) + c);
       float4* d = reinterpret_cast<float4*>(xf + static_cast<size_t>(m) * K8 * 8) + 2 * c;
-      d[0] = make_float4(__uint_as_float(v.x << 16), __uint_as_float(v.x & 0xffff0000u),
-                         __uint_as_float(v.y << 16), __uint_as_float(v.y & 0xffff0000u));
-      d[1] = make_float4(__uint_as_float(v.z << 16), __uint_as_float(v.z & 0xffff0000u),
-                         __uint_as_float(v.w << 16), __uint_as_float(v.w & 0xffff0000u));
+      widen_bf16x8(v, d[0], d[1]);
     }
     __syncthreads();
   }
@@ -369,7 +372,7 @@ template <class TO>
 void launch_gemv_stream(int M, GemvArgs a, bool norm, bool gated, cudaStream_t st, int sms) {
   const unsigned grid =
       static_cast<unsigned>(std::min<int64_t>(static_cast<int64_t>(sms) * kStreamBlocksPerSm, a.N));
-  const size_t smem = norm ? static_cast<size_t>(M) * a.K8 * 8 * 6 : 0;
+  const size_t smem = norm ? gemv_norm_bytes(M, static_cast<int64_t>(a.K8) * 8) : 0;
   dispatch_gemv<TO>(M, norm, gated, [&]<int M_, class TO_, bool NORM, bool GATED>() {
     launch_stream_t<M_, TO_, NORM, GATED>(a, grid, smem, st);
   });
@@ -526,7 +529,7 @@ int LinearOps::choose_path(Tensor x, const void* w, DType w_dt, int64_t N, int64
   // GEMV where it beat cuBLASLt in bench/NOTES-cuda.md: small layers up to gemv_max_m rows,
   // large ones (> 4M weights) at M <= 2, never the LM head (cuBLASLt reads it at 4.1 TB/s).
   const bool gemv_wins =
-      M <= gemv_max_m_ && N < 65536 && (static_cast<double>(N) * K <= 4e6 || M <= 2);
+      M <= gemv_max_m_ && N < 65536 && (static_cast<double>(N) * K <= kSmallLayerWeights || M <= 2);
   return gemv_ok && (gemv_wins || !lt_ok) ? 1 : lt_ok ? 2 : 3;
 }
 
@@ -541,7 +544,7 @@ bool LinearOps::gemv_fusable(Tensor x, const void* w, DType w_dt, int64_t N, int
   probe.cols = N;  // the path check looks at the weight's shape
   if (choose_path(x, w, w_dt, N, K, probe) != 1) return false;
   if (use_mma(M, f.gated ? N / 2 : N, K, f.norm, f.gated)) return true;
-  if (f.norm && static_cast<size_t>(M) * K * 6 > kStreamMaxSmem) return false;
+  if (f.norm && gemv_norm_bytes(static_cast<int>(M), K) > kStreamMaxSmem) return false;
   return stream_wpr(f.gated ? N / 2 : N, K, sms_, f.gated ? 5 : kU) > 0;
 }
 
@@ -552,7 +555,8 @@ bool LinearOps::gemv_fusable(Tensor x, const void* w, DType w_dt, int64_t N, int
 // the L2 and HBM serve at half rate (gate_up M = 1 19.3 vs 10.9 us).
 bool LinearOps::use_mma(int64_t M, int64_t rows, int64_t K, bool norm, bool gated) const {
   const double weights = static_cast<double>(rows) * K * (gated ? 2 : 1);
-  const bool wanted = gemv_kind_ == 4 || (gemv_kind_ == 1 && M >= 2 && weights <= 4e6);
+  const bool wanted =
+      gemv_kind_ == 4 || (gemv_kind_ == 1 && M >= 2 && weights <= kSmallLayerWeights);
   return wanted && gemv_mma_fits(static_cast<int>(M), rows, K, norm, sms_);
 }
 
@@ -580,7 +584,8 @@ void LinearOps::linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K
   if (path == 1) {
     // The streaming kernel where it measured faster (large layers, bench/NOTES-cuda.md run 10),
     // the one-row-per-warp kernel for small ones (all loads in flight at once).
-    const bool stream = gemv_kind_ == 3 || (gemv_kind_ != 0 && static_cast<double>(N) * K >= 4e6);
+    const bool stream =
+        gemv_kind_ == 3 || (gemv_kind_ != 0 && static_cast<double>(N) * K > kSmallLayerWeights);
     if (stream && N <= std::numeric_limits<int>::max() && stream_wpr(N, K, sms_, kU) > 0) {
       dispatch_float(out.dtype, [&](auto to) {
         using TO = decltype(to);

@@ -230,15 +230,16 @@ std::string decode_ops_report(int reps) {
           o(static_cast<size_t>(M) * N * 2, "gemv timing");
       fill(x.data(), static_cast<size_t>(M) * K, 5, 1.f);
       Tensor xt{x.data(), DType::bf16, M, K, K}, ot{o.data(), DType::bf16, M, N, N};
-      double us[3];
-      for (int kind = 0; kind < 3; ++kind) {
+      // One GEMV kernel (LinearOps gemv kind), weights rotated (cold) or always copy 0 (hot).
+      auto time_kind = [&](int kind, bool hot) {
         LinearOps lin;
         lin.set_force_path(1);
-        lin.set_gemv_kind(kind == 0 ? 0 : kind == 1 ? 3 : 4);
-        us[kind] = graph_us_per_launch(copies, reps, [&](int i, cudaStream_t st) {
-          lin.linear(xt, ws[i % copies]->data(), DType::bf16, N, K, nullptr, ot, st);
+        lin.set_gemv_kind(kind);
+        return graph_us_per_launch(copies, reps, [&](int i, cudaStream_t st) {
+          lin.linear(xt, ws[hot ? 0 : i % copies]->data(), DType::bf16, N, K, nullptr, ot, st);
         });
-      }
+      };
+      const double us[3] = {time_kind(0, false), time_kind(3, false), time_kind(4, false)};
       std::snprintf(
           line, sizeof line,
           "gemv %-8s M=%d [%d x %d]: rows %.2f us (%.0f GB/s), stream %.2f us (%.0f GB/s), "
@@ -247,18 +248,9 @@ std::string decode_ops_report(int reps) {
           we * 2 / us[2] / 1e3);
       r += line;
       if (M == 1) {  // the same weight every launch: what the kernels do with an L2 hit
-        double hot[2];
-        for (int kind = 0; kind < 2; ++kind) {
-          LinearOps lin;
-          lin.set_force_path(1);
-          lin.set_gemv_kind(kind == 0 ? 3 : 4);
-          hot[kind] = graph_us_per_launch(copies, reps, [&](int, cudaStream_t st) {
-            lin.linear(xt, ws[0]->data(), DType::bf16, N, K, nullptr, ot, st);
-          });
-        }
         std::snprintf(line, sizeof line,
                       "gemv %-8s M=1, L2-resident weight: stream %.2f us, mma %.2f us\n", names[si],
-                      hot[0], hot[1]);
+                      time_kind(3, true), time_kind(4, true));
         r += line;
       }
     }

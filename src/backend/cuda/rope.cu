@@ -46,22 +46,10 @@ __global__ void qk_norm_rope_kernel(T* __restrict__ qkv, int64_t stride, int T_r
   float a[kMaxPairsPerLane], b[kMaxPairsPerLane];
   rope_load(x, hd, a, b);
   rl.apply(a, b, nw != nullptr, eps, hd, pos);
-#pragma unroll
-  for (int k = 0; k < kMaxPairsPerLane; ++k) {
-    const int j = lane + 32 * k;
-    if (j < half) {
-      const T lo = from_f32<T>(a[k]), hi = from_f32<T>(b[k]);
-      x[j] = lo;
-      x[j + half] = hi;
-      if (kStore && h >= nh) {
-        const int64_t slot = slots[t];
-        if (slot >= 0) {
-          T* dst = kc + (slot * nkv + (h - nh)) * hd;
-          dst[j] = lo;
-          dst[j + half] = hi;
-        }
-      }
-    }
+  rope_store(x, hd, a, b);
+  if (kStore && h >= nh) {
+    const int64_t slot = slots[t];
+    if (slot >= 0) rope_store(kc + (slot * nkv + (h - nh)) * hd, hd, a, b);
   }
 }
 

@@ -76,4 +76,19 @@ __device__ __forceinline__ void rope_load(const T* x, int hd, float (&a)[kMaxPai
   }
 }
 
+// The rotated pairs back into x[hd] (rounded to T): the inverse of rope_load.
+template <class T>
+__device__ __forceinline__ void rope_store(T* x, int hd, const float (&a)[kMaxPairsPerLane],
+                                           const float (&b)[kMaxPairsPerLane]) {
+  const int lane = threadIdx.x & 31, half = hd / 2;
+#pragma unroll
+  for (int k = 0; k < kMaxPairsPerLane; ++k) {
+    const int j = lane + 32 * k;
+    if (j < half) {
+      x[j] = from_f32<T>(a[k]);
+      x[j + half] = from_f32<T>(b[k]);
+    }
+  }
+}
+
 }  // namespace tessera::cuda
