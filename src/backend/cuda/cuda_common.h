@@ -98,11 +98,20 @@ __device__ __forceinline__ float block_sum(float v, float* red) {
 // off, for comparison).
 bool pdl_enabled();
 
+// Gives `kernel` the backend's one shared-memory carveout (the first time it sees it). An SM
+// changes its L1 / shared-memory split only while no block is resident, so kernels whose automatic
+// carveouts differ (the decode attention wants ~84 KB, the GEMVs ~13-26 KB) drain the SM between
+// them and lose PDL's overlap. One split for all: 58% of the shared-memory maximum (132 of the
+// H200's 228 KB) measured +1.3% on decode_b1; 100% lost 3.5% (the L1 it leaves, 28 KB, is too
+// small) (bench/NOTES-cuda.md run 17). TESSERA_CARVEOUT=<percent> picks another, -1 the driver's.
+void set_carveout(const void* kernel);
+
 // Launches `kernel` on `st` with programmatic dependent launch when enabled; checks the launch.
 template <class... KArgs, class... Args>
 void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
             const char* what, Args&&... args) {
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;
+  set_carveout(reinterpret_cast<const void*>(kernel));
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;

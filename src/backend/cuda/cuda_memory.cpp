@@ -1,8 +1,10 @@
 #include "backend/cuda/cuda_memory.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <string>
+#include <unordered_set>
 
 #include "backend/cuda/cuda_common.h"
 #include "core/check.h"
@@ -19,6 +21,19 @@ bool pdl_enabled() {
     return !(e && std::string(e) == "0");
   }();
   return on;
+}
+
+void set_carveout(const void* kernel) {
+  static const int pct = [] {
+    const char* e = std::getenv("TESSERA_CARVEOUT");
+    return e ? std::atoi(e) : 58;
+  }();
+  if (pct < 0) return;
+  // Per thread, so that a launch costs a lookup and no lock; setting it twice is harmless.
+  thread_local std::unordered_set<const void*> done;
+  if (!done.insert(kernel).second) return;
+  TS_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                               std::min(pct, 100)));
 }
 
 uint64_t free_epoch() {
