@@ -449,7 +449,7 @@ void launch_t(const AttnParams& p, int nsplit, float* partials, int* counters, c
   }
   cfg.attrs = attr;
   cfg.numAttrs = n;
-  set_carveout(reinterpret_cast<const void*>(kernel));
+  set_carveout(reinterpret_cast<const void*>(kernel), !CLUSTER);  // big grids: two blocks per SM
   const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, p, nsplit, partials, counters, r);
   if (e != cudaSuccess) throw_cuda_error(e, "attention (decode)", __FILE__, __LINE__);
 }

@@ -334,6 +334,7 @@ void launch_prefill(const AttnParams& p, const PrefillPlan& plan, bool skip_sing
     configured = true;
   }
   const dim3 grid(plan.row_tiles * plan.nsplit, p.nkv, p.num_seqs);
+  set_carveout(reinterpret_cast<const void*>(attn_prefill_kernel<HD>), true);  // several per SM
   launch(attn_prefill_kernel<HD>, grid, kThreads, smem, st, "attention (prefill)", p, skip_single,
          plan.nsplit, plan.tiles_per_split, part);
   if (plan.nsplit > 1)

@@ -98,13 +98,16 @@ __device__ __forceinline__ float block_sum(float v, float* red) {
 // off, for comparison).
 bool pdl_enabled();
 
-// Gives `kernel` the backend's one shared-memory carveout (the first time it sees it). An SM
-// changes its L1 / shared-memory split only while no block is resident, so kernels whose automatic
-// carveouts differ (the decode attention wants ~84 KB, the GEMVs ~13-26 KB) drain the SM between
-// them and lose PDL's overlap. One split for all: 58% of the shared-memory maximum (132 of the
-// H200's 228 KB) measured +1.3% on decode_b1; 100% lost 3.5% (the L1 it leaves, 28 KB, is too
-// small) (bench/NOTES-cuda.md run 17). TESSERA_CARVEOUT=<percent> picks another, -1 the driver's.
-void set_carveout(const void* kernel);
+// Gives `kernel` the backend's one shared-memory carveout (the first time it sees it), or with
+// `driver_default` leaves the driver's choice. An SM changes its L1 / shared-memory split only
+// while no block is resident, so kernels whose automatic carveouts differ (the decode attention
+// wants ~84 KB, the GEMVs ~13-26 KB) drain the SM between them and lose PDL's overlap. One split
+// for the decode step's kernels: 58% of the shared-memory maximum (132 of the H200's 228 KB)
+// measured +1.3-3.6% on decode_b1 and decode_b8; 100% lost 3.5% (too little L1 left). The attention
+// kernels of big grids keep the driver's choice, which fits two of their blocks per SM (at 58%,
+// decode_b128 lost 7% and prefill_4096 6%) (bench/NOTES-cuda.md run 17). TESSERA_CARVEOUT=
+// <percent> picks another split, -1 the driver's everywhere.
+void set_carveout(const void* kernel, bool driver_default = false);
 
 // Launches `kernel` on `st` with programmatic dependent launch when enabled; checks the launch.
 template <class... KArgs, class... Args>

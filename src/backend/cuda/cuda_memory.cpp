@@ -23,7 +23,7 @@ bool pdl_enabled() {
   return on;
 }
 
-void set_carveout(const void* kernel) {
+void set_carveout(const void* kernel, bool driver_default) {
   static const int pct = [] {
     const char* e = std::getenv("TESSERA_CARVEOUT");
     return e ? std::atoi(e) : 58;
@@ -31,7 +31,7 @@ void set_carveout(const void* kernel) {
   if (pct < 0) return;
   // Per thread, so that a launch costs a lookup and no lock; setting it twice is harmless.
   thread_local std::unordered_set<const void*> done;
-  if (!done.insert(kernel).second) return;
+  if (!done.insert(kernel).second || driver_default) return;
   TS_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                std::min(pct, 100)));
 }
