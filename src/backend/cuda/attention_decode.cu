@@ -449,7 +449,8 @@ void launch_t(const AttnParams& p, int nsplit, float* partials, int* counters, c
   }
   cfg.attrs = attr;
   cfg.numAttrs = n;
-  set_carveout(reinterpret_cast<const void*>(kernel), !CLUSTER);  // big grids: two blocks per SM
+  // Big grids (no cluster) keep the driver's carveout: two blocks per SM (cuda_common.h).
+  if (CLUSTER) set_carveout(reinterpret_cast<const void*>(kernel));
   const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, p, nsplit, partials, counters, r);
   if (e != cudaSuccess) throw_cuda_error(e, "attention (decode)", __FILE__, __LINE__);
 }

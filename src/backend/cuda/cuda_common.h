@@ -99,7 +99,8 @@ __device__ __forceinline__ float block_sum(float v, float* red) {
 bool pdl_enabled();
 
 // Gives `kernel` the backend's one shared-memory carveout (the first time it sees it), or with
-// `driver_default` leaves the driver's choice. An SM changes its L1 / shared-memory split only
+// `driver_default` leaves the driver's choice (call it so before the kernel's first launch(),
+// which asks for the carveout otherwise). An SM changes its L1 / shared-memory split only
 // while no block is resident, so kernels whose automatic carveouts differ (the decode attention
 // wants ~84 KB, the GEMVs ~13-26 KB) drain the SM between them and lose PDL's overlap. One split
 // for the decode step's kernels: 58% of the shared-memory maximum (132 of the H200's 228 KB)

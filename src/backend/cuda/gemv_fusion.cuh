@@ -5,6 +5,7 @@
 #pragma once
 
 #include <type_traits>
+#include <utility>
 
 #include "backend/cuda/cuda_common.h"
 #include "backend/cuda/device_math.cuh"
@@ -76,54 +77,33 @@ __device__ __forceinline__ void gemv_store(const GemvArgs& a, int m, int row, fl
   }
 }
 
-// Host side: calls f.template operator()<M, TO, NORM, GATED>() for a runtime M in 1..8 and the
-// fusions (which write bf16 only: with TO = float both are off), so that each GEMV launcher
-// instantiates its kernels from one switch.
-template <int M, class TO, class F>
-void dispatch_gemv_fusions(bool norm, bool gated, F& f) {
-  if constexpr (std::is_same_v<TO, float>) {
-    f.template operator()<M, TO, false, false>();
-  } else if (norm && gated) {
-    f.template operator()<M, TO, true, true>();
-  } else if (norm) {
-    f.template operator()<M, TO, true, false>();
-  } else if (gated) {
-    f.template operator()<M, TO, false, true>();
-  } else {
-    f.template operator()<M, TO, false, false>();
+// Host side: calls f.template operator()<M>() for a runtime M in 1..8 (nothing otherwise), so
+// that each decode GEMV launcher instantiates its kernels per M from one place.
+template <class F>
+void dispatch_m(int M, F&& f) {
+  [&]<int... I>(std::integer_sequence<int, I...>) {
+    ((M == I + 1 ? (f.template operator()<I + 1>(), 0) : 0), ...);
   }
+  (std::make_integer_sequence<int, 8>{});
 }
 
+// Calls f.template operator()<M, TO, NORM, GATED>() for a runtime M in 1..8 and the fusions
+// (which write bf16 only: with TO = float both are off).
 template <class TO, class F>
 void dispatch_gemv(int M, bool norm, bool gated, F&& f) {
-  switch (M) {
-    case 1:
-      dispatch_gemv_fusions<1, TO>(norm, gated, f);
-      break;
-    case 2:
-      dispatch_gemv_fusions<2, TO>(norm, gated, f);
-      break;
-    case 3:
-      dispatch_gemv_fusions<3, TO>(norm, gated, f);
-      break;
-    case 4:
-      dispatch_gemv_fusions<4, TO>(norm, gated, f);
-      break;
-    case 5:
-      dispatch_gemv_fusions<5, TO>(norm, gated, f);
-      break;
-    case 6:
-      dispatch_gemv_fusions<6, TO>(norm, gated, f);
-      break;
-    case 7:
-      dispatch_gemv_fusions<7, TO>(norm, gated, f);
-      break;
-    case 8:
-      dispatch_gemv_fusions<8, TO>(norm, gated, f);
-      break;
-    default:
-      break;
-  }
+  dispatch_m(M, [&]<int M_>() {
+    if constexpr (std::is_same_v<TO, float>) {
+      f.template operator()<M_, TO, false, false>();
+    } else if (norm && gated) {
+      f.template operator()<M_, TO, true, true>();
+    } else if (norm) {
+      f.template operator()<M_, TO, true, false>();
+    } else if (gated) {
+      f.template operator()<M_, TO, false, true>();
+    } else {
+      f.template operator()<M_, TO, false, false>();
+    }
+  });
 }
 
 }  // namespace tessera::cuda

@@ -149,24 +149,10 @@ void launch_gemv(int M, const bf16* W, int64_t N, int64_t K, const bf16* x, int6
   int wpr = 1;
   while (wpr < 8 && N * wpr < 8192 && K8 / (wpr * 2) >= 64) wpr *= 2;
   const unsigned grid = ceil_div(N, 8 / wpr);
-#define TS_GEMV_CASE(m_)                                                                           \
-  case m_:                                                                                         \
-    launch(gemv_kernel<m_, TO>, grid, 256, 0, st, "linear (gemv)", W, N, K8, x, xs, bias, out, os, \
-           wpr);                                                                                   \
-    break;
-  switch (M) {
-    TS_GEMV_CASE(1)
-    TS_GEMV_CASE(2)
-    TS_GEMV_CASE(3)
-    TS_GEMV_CASE(4)
-    TS_GEMV_CASE(5)
-    TS_GEMV_CASE(6)
-    TS_GEMV_CASE(7)
-    TS_GEMV_CASE(8)
-    default:
-      break;
-  }
-#undef TS_GEMV_CASE
+  dispatch_m(M, [&]<int M_>() {
+    launch(gemv_kernel<M_, TO>, grid, 256, 0, st, "linear (gemv)", W, N, K8, x, xs, bias, out, os,
+           wpr);
+  });
 }
 
 // GEMV for small M, persistent: 2 blocks per SM, each owning a contiguous run of output rows,
