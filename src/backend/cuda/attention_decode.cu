@@ -66,8 +66,14 @@ struct DecodeSmem {
 // through distributed shared memory (block 0 reads the others' partials after a cluster barrier)
 // instead of global partials, a fence and an atomic (6.9 -> 5.9 us per launch at 133 keys,
 // bench/NOTES-cuda.md run 12).
+//
+// At most 48 registers (5 blocks' worth): at M = 1 the decode step's qkv GEMV before this kernel
+// holds 2 x 256 threads x 104 registers per SM, and a block of this kernel then fits in the
+// 12,288 registers left, so under PDL it becomes resident while the GEMV runs and its slot
+// lookups and K/V copies overlap it instead of starting when a GEMV block exits (58 registers
+// before: decode_b1 989-999 -> 1,035 tok/s, bench/NOTES-cuda.md run 18).
 template <int HD, bool CLUSTER>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 5)
     attn_decode_kernel(AttnParams p, int nsplit, float* __restrict__ part,
                        int* __restrict__ counters, DecodeRope ro) {
   using L = DecodeSmem<HD>;
@@ -153,6 +159,7 @@ __global__ void __launch_bounds__(kThreads)
   const int first = lo / kC;
   const int n_act = hi / kC - first + 1;
   if (CLUSTER && n_act > 1 && x >= n_act) {  // no keys here, but the cluster barriers need all
+    pdl_trigger();  // the next kernel launches only once every block has triggered or exited
     cg::this_cluster().sync();
     cg::this_cluster().sync();
     return;
@@ -316,46 +323,55 @@ __global__ void __launch_bounds__(kThreads)
   }
   if (n_act == 1) return;
   if constexpr (CLUSTER) {
-    // Partials [rep][HD] where K was and (fm, fl) in every block; block 0 merges them.
+    // Partials [rep][HD] where K was and (fm, fl) in every block. Each block merges its slice of
+    // the rep x HD outputs, every peer's (fm, fl) read at once and the peers' partials four at a
+    // time (block 0 merging everything, each peer read in turn, took ~3.8 us of a ~8 us launch in
+    // the decode graph; run 18).
     cg::cluster_group cluster = cg::this_cluster();
     cluster.sync();
-    if (x == 0) {
-      __shared__ float cw[kMaxRep][16], cL[kMaxRep];
+    {
+      __shared__ float cm[kMaxRep][kMaxCluster], cw[kMaxRep][kMaxCluster], cL[kMaxRep];
+      if (tid < rep * n_act) {
+        const int r = tid / n_act, i = tid - r * n_act;
+        cm[r][i] = cluster.map_shared_rank(fm, i)[r];
+        cw[r][i] = cluster.map_shared_rank(fl, i)[r];
+      }
+      __syncthreads();
       if (tid < rep) {
         float mx = -INFINITY;
-        for (int i = 0; i < n_act; ++i) mx = fmaxf(mx, cluster.map_shared_rank(fm, i)[tid]);
+        for (int i = 0; i < n_act; ++i) mx = fmaxf(mx, cm[tid][i]);
         float Lsum = 0.f;
         for (int i = 0; i < n_act; ++i) {
-          const float w = rescale(cluster.map_shared_rank(fm, i)[tid], mx);
-          cw[tid][i] = w;
-          Lsum += w * cluster.map_shared_rank(fl, i)[tid];
+          const float w = rescale(cm[tid][i], mx);
+          Lsum += w * cw[tid][i];
+          cm[tid][i] = w;
         }
         cL[tid] = Lsum;
       }
       __syncthreads();
       const float* mine = reinterpret_cast<const float*>(smem_raw + L::kK);
-      constexpr int kPer = kMaxRep * HD / kThreads;
-      float macc[kPer];
-#pragma unroll
-      for (int k = 0; k < kPer; ++k) macc[k] = 0.f;
-      for (int i = 0; i < n_act; ++i) {
-        const float* peer = cluster.map_shared_rank(mine, i);
-#pragma unroll
-        for (int k = 0; k < kPer; ++k) {
-          const int e = tid + k * kThreads;
-          if (e < rep * HD) macc[k] += cw[e / HD][i] * peer[e];
+      const int total = rep * HD;
+      const int e0 = total * x / n_act, e1 = total * (x + 1) / n_act;
+      for (int e = e0 + tid; e < e1; e += kThreads) {
+        const int r = e / HD;
+        float acc = 0.f;
+        int i = 0;
+        for (; i + 4 <= n_act; i += 4) {
+          const float v0 = cluster.map_shared_rank(mine, i)[e];
+          const float v1 = cluster.map_shared_rank(mine, i + 1)[e];
+          const float v2 = cluster.map_shared_rank(mine, i + 2)[e];
+          const float v3 = cluster.map_shared_rank(mine, i + 3)[e];
+          acc += cm[r][i] * v0;
+          acc += cm[r][i + 1] * v1;
+          acc += cm[r][i + 2] * v2;
+          acc += cm[r][i + 3] * v3;
         }
-      }
-#pragma unroll
-      for (int k = 0; k < kPer; ++k) {
-        const int e = tid + k * kThreads;
-        if (e < rep * HD) {
-          const float Lr = cL[e / HD];
-          out[e] = __float2bfloat16_rn(Lr > 0.f ? macc[k] / Lr : 0.f);
-        }
+        for (; i < n_act; ++i) acc += cm[r][i] * cluster.map_shared_rank(mine, i)[e];
+        const float Lr = cL[r];
+        out[e] = __float2bfloat16_rn(Lr > 0.f ? acc / Lr : 0.f);
       }
     }
-    cluster.sync();  // the others' shared memory stays until block 0 has read it
+    cluster.sync();  // each block's shared memory stays until every peer has read it
     return;
   }
 
