@@ -16,10 +16,10 @@
 // block also norms and rotates its q heads and, in the split holding the new key, this step's k
 // (and stores k and v in the cache): one launch fewer per layer, the same bits (rope.cuh).
 // With one split the block writes O / l; otherwise it writes a partial (max, sum, unnormalised
-// O) and the last block to finish -- an atomic counter per (sequence, kv head) -- merges them,
-// so no second launch. Splits are counted from the first key the token sees: a sliding layer
-// launches at most window / 64 + 1.
-// ref: cpu/attention.cpp; FlashDecoding (Dao et al. 2023) for the split and merge; the PTX ISA's
+// O) and the splits merge in the same launch: through a cluster (small grids, below) or by the
+// last block to finish -- an atomic counter per (sequence, kv head). Splits are counted from the
+// first key the token sees: a sliding layer launches at most window / 64 + 1. ref:
+// cpu/attention.cpp; FlashDecoding (Dao et al. 2023) for the split and merge; the PTX ISA's
 // mma.m16n8k16 fragment layouts.
 #include <algorithm>
 #include <cstdlib>
@@ -63,9 +63,9 @@ struct DecodeSmem {
 };
 
 // CLUSTER: the grid's splits of one (sequence, kv head) form a thread-block cluster and merge
-// through distributed shared memory (block 0 reads the others' partials after a cluster barrier)
-// instead of global partials, a fence and an atomic (6.9 -> 5.9 us per launch at 133 keys,
-// bench/NOTES-cuda.md run 12).
+// through distributed shared memory (after a cluster barrier each block reads every peer's
+// partial for its slice of the output) instead of global partials, a fence and an atomic (6.9 ->
+// 5.9 us per launch at 133 keys, bench/NOTES-cuda.md run 12).
 //
 // At most 48 registers (5 blocks' worth): at M = 1 the decode step's qkv GEMV before this kernel
 // holds 2 x 256 threads x 104 registers per SM, and a block of this kernel then fits in the
