@@ -18,8 +18,9 @@
 // With one split the block writes O / l; otherwise it writes a partial (max, sum, unnormalised
 // O) and the splits merge in the same launch: through a cluster (small grids, below) or by the
 // last block to finish -- an atomic counter per (sequence, kv head). Splits are counted from the
-// first key the token sees: a sliding layer launches at most window / 64 + 1. ref:
-// cpu/attention.cpp; FlashDecoding (Dao et al. 2023) for the split and merge; the PTX ISA's
+// first key the token sees: a sliding layer launches at most window / 64 + 1.
+//
+// ref: cpu/attention.cpp; FlashDecoding (Dao et al. 2023) for the split and merge; the PTX ISA's
 // mma.m16n8k16 fragment layouts.
 #include <algorithm>
 #include <cstdlib>
