@@ -45,6 +45,12 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kMaxRep = kDecodeMaxRep;  // 8
 constexpr float kLog2e = 1.4426950408889634f;
 
+// `p` in the shared memory of cluster block `rank` (distributed shared memory).
+template <class T>
+__device__ __forceinline__ T* cluster_peer(T* p, int rank) {
+  return cg::this_cluster().map_shared_rank(p, rank);
+}
+
 // 2^(a - b) for a rescale where a may be -inf (nothing seen): 0 then.
 __device__ __forceinline__ float rescale(float a, float b) {
   return a == -INFINITY ? 0.f : exp2f(a - b);
@@ -61,6 +67,13 @@ struct DecodeSmem {
   static constexpr size_t kS = kQ + static_cast<size_t>(16) * kRow * 2;
   static constexpr size_t kP = kS + static_cast<size_t>(16) * kSRow * 4;
   static constexpr size_t kBytes = kP + static_cast<size_t>(16) * kPRow * 2;
+  // The cluster variant's merge area, written by the peers: (max, sum) per split and q head, then
+  // each split's partial of this block's slice of the outputs (pairs; at most ceil(pairs / n) +
+  // 1 per split).
+  static constexpr size_t kML = kBytes;
+  static constexpr size_t kMO = kML + static_cast<size_t>(kMaxCluster) * kMaxRep * 8;
+  static constexpr size_t kBytesCluster =
+      kMO + (static_cast<size_t>(kMaxRep) * HD + 2 * kMaxCluster) * 4;
 };
 
 // CLUSTER: the grid's splits of one (sequence, kv head) form a thread-block cluster and merge
@@ -159,13 +172,23 @@ __global__ void __launch_bounds__(kThreads, 5)
   }
   const int first = lo / kC;
   const int n_act = hi / kC - first + 1;
+  // Cluster: a block may write a peer's shared memory only once the peer has started, so every
+  // block arrives here (the returns above are the same for the whole cluster) and waits before
+  // its first remote store or its exit.
+  if (CLUSTER) asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+  auto cluster_started = [] {
+    if (CLUSTER) asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
+  };
   if (CLUSTER && n_act > 1 && x >= n_act) {  // no keys here, but the cluster barriers need all
     pdl_trigger();  // the next kernel launches only once every block has triggered or exited
-    cg::this_cluster().sync();
+    cluster_started();
     cg::this_cluster().sync();
     return;
   }
-  if (x >= n_act) return;
+  if (x >= n_act) {
+    cluster_started();
+    return;
+  }
   const int base = (first + x) * kC;
   const int k0 = max(lo, base), k1 = min(hi + 1, base + kC);  // keys [k0, k1)
 
@@ -286,6 +309,7 @@ __global__ void __launch_bounds__(kThreads, 5)
   // O = P V: warp w takes dims [w HD / 8, (w + 1) HD / 8), HD / 64 column tiles of 8.
   const int64_t group = static_cast<int64_t>(s) * p.nkv + kvh;
   float* po = part + group * nsplit * kMaxRep * (HD + 2);  // [nsplit][kMaxRep][HD + 2]
+  if (CLUSTER) cluster_started();  // before the partials are pushed to the peers
   {
     constexpr int NT = HD / 64;
     float c[NT][4];
@@ -312,9 +336,11 @@ __global__ void __launch_bounds__(kThreads, 5)
         if (n_act == 1) {
           *reinterpret_cast<__nv_bfloat162*>(out + g * HD + d) =
               __floats2bfloat162_rn(c[n][0] * inv_l, c[n][1] * inv_l);
-        } else if (CLUSTER) {  // this block's partial, where K was, for block 0 to read
-          *reinterpret_cast<float2*>(reinterpret_cast<float*>(smem_raw + L::kK) + g * HD + d) =
-              make_float2(c[n][0], c[n][1]);
+        } else if (CLUSTER) {  // pushed to the block that merges this pair (below)
+          const int P = rep * HD / 2, S2 = (P + n_act - 1) / n_act, pr = (g * HD + d) / 2;
+          const int j = ((pr + 1) * n_act + P - 1) / P - 1, p0 = P * j / n_act;
+          float2* dst = cluster_peer(reinterpret_cast<float2*>(smem_raw + L::kMO), j);
+          dst[x * S2 + pr - p0] = make_float2(c[n][0], c[n][1]);
         } else {
           *reinterpret_cast<float2*>(po + (static_cast<int64_t>(x) * kMaxRep + g) * (HD + 2) + d) =
               make_float2(c[n][0], c[n][1]);
@@ -324,55 +350,36 @@ __global__ void __launch_bounds__(kThreads, 5)
   }
   if (n_act == 1) return;
   if constexpr (CLUSTER) {
-    // Partials [rep][HD] where K was and (fm, fl) in every block. Each block merges its slice of
-    // the rep x HD outputs, every peer's (fm, fl) read at once and the peers' partials four at a
-    // time (block 0 merging everything, each peer read in turn, took ~3.8 us of a ~8 us launch in
-    // the decode graph; run 18).
-    cg::cluster_group cluster = cg::this_cluster();
-    cluster.sync();
-    {
-      __shared__ float cm[kMaxRep][kMaxCluster], cw[kMaxRep][kMaxCluster], cL[kMaxRep];
-      if (tid < rep * n_act) {
-        const int r = tid / n_act, i = tid - r * n_act;
-        cm[r][i] = cluster.map_shared_rank(fm, i)[r];
-        cw[r][i] = cluster.map_shared_rank(fl, i)[r];
-      }
-      __syncthreads();
-      if (tid < rep) {
-        float mx = -INFINITY;
-        for (int i = 0; i < n_act; ++i) mx = fmaxf(mx, cm[tid][i]);
-        float Lsum = 0.f;
-        for (int i = 0; i < n_act; ++i) {
-          const float w = rescale(cm[tid][i], mx);
-          Lsum += w * cw[tid][i];
-          cm[tid][i] = w;
-        }
-        cL[tid] = Lsum;
-      }
-      __syncthreads();
-      const float* mine = reinterpret_cast<const float*>(smem_raw + L::kK);
-      const int total = rep * HD;
-      const int e0 = total * x / n_act, e1 = total * (x + 1) / n_act;
-      for (int e = e0 + tid; e < e1; e += kThreads) {
-        const int r = e / HD;
-        float acc = 0.f;
-        int i = 0;
-        for (; i + 4 <= n_act; i += 4) {
-          const float v0 = cluster.map_shared_rank(mine, i)[e];
-          const float v1 = cluster.map_shared_rank(mine, i + 1)[e];
-          const float v2 = cluster.map_shared_rank(mine, i + 2)[e];
-          const float v3 = cluster.map_shared_rank(mine, i + 3)[e];
-          acc += cm[r][i] * v0;
-          acc += cm[r][i + 1] * v1;
-          acc += cm[r][i + 2] * v2;
-          acc += cm[r][i + 3] * v3;
-        }
-        for (; i < n_act; ++i) acc += cm[r][i] * cluster.map_shared_rank(mine, i)[e];
-        const float Lr = cL[r];
-        out[e] = __float2bfloat16_rn(Lr > 0.f ? acc / Lr : 0.f);
-      }
+    // Every block pushed its (max, sum) to every peer and each pair of its partial outputs to the
+    // block whose slice holds the pair (pairs [P j / n, P (j + 1) / n) to block j), all before one
+    // cluster barrier; then each block merges its slice from its own shared memory, and no peer
+    // reads another's after the barrier, so a second one is not needed. (Block 0 pulling every
+    // peer's partial took ~3.8 us of a ~8 us launch in the decode graph, every block pulling its
+    // slice ~2.6 us over two barriers; run 18.)
+    float2* ml = reinterpret_cast<float2*>(smem_raw + L::kML);  // [kMaxCluster][kMaxRep]
+    if (tid < rep * n_act) {
+      const int r = tid / n_act, j = tid - r * n_act;
+      cluster_peer(ml, j)[x * kMaxRep + r] = make_float2(fm[r], fl[r]);
     }
-    cluster.sync();  // each block's shared memory stays until every peer has read it
+    cg::this_cluster().sync();
+    const int P = rep * HD / 2, S2 = (P + n_act - 1) / n_act;
+    const int p0 = P * x / n_act, p1 = P * (x + 1) / n_act;
+    const float2* mo = reinterpret_cast<const float2*>(smem_raw + L::kMO);
+    for (int pr = p0 + tid; pr < p1; pr += kThreads) {
+      const int r = 2 * pr / HD;
+      float mx = -INFINITY;
+      for (int i = 0; i < n_act; ++i) mx = fmaxf(mx, ml[i * kMaxRep + r].x);
+      float Lsum = 0.f, a0 = 0.f, a1 = 0.f;
+      for (int i = 0; i < n_act; ++i) {
+        const float2 mi = ml[i * kMaxRep + r], v = mo[i * S2 + pr - p0];
+        const float w = rescale(mi.x, mx);
+        Lsum += w * mi.y;
+        a0 += w * v.x;
+        a1 += w * v.y;
+      }
+      *reinterpret_cast<__nv_bfloat162*>(out + 2 * pr) =
+          __floats2bfloat162_rn(Lsum > 0.f ? a0 / Lsum : 0.f, Lsum > 0.f ? a1 / Lsum : 0.f);
+    }
     return;
   }
 
@@ -437,7 +444,7 @@ __global__ void __launch_bounds__(kThreads, 5)
 template <int HD, bool CLUSTER>
 void launch_t(const AttnParams& p, int nsplit, float* partials, int* counters, const DecodeRope& r,
               cudaStream_t st) {
-  constexpr size_t smem = DecodeSmem<HD>::kBytes;
+  constexpr size_t smem = CLUSTER ? DecodeSmem<HD>::kBytesCluster : DecodeSmem<HD>::kBytes;
   auto kernel = attn_decode_kernel<HD, CLUSTER>;
   static const bool configured = [&] {
     TS_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -487,12 +494,12 @@ bool cluster_fits(int nsplit) {
     if (ok) {
       auto kernel = attn_decode_kernel<HD, true>;
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(DecodeSmem<HD>::kBytes));
+                           static_cast<int>(DecodeSmem<HD>::kBytesCluster));
       cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
       cudaLaunchConfig_t cfg{};
       cfg.gridDim = dim3(nsplit, 1, 1);
       cfg.blockDim = kThreads;
-      cfg.dynamicSmemBytes = DecodeSmem<HD>::kBytes;
+      cfg.dynamicSmemBytes = DecodeSmem<HD>::kBytesCluster;
       cudaLaunchAttribute attr;
       attr.id = cudaLaunchAttributeClusterDimension;
       attr.val.clusterDim.x = nsplit;
