@@ -77,8 +77,8 @@ struct DecodeSmem {
 };
 
 // CLUSTER: the grid's splits of one (sequence, kv head) form a thread-block cluster and merge
-// through distributed shared memory (after a cluster barrier each block reads every peer's
-// partial for its slice of the output) instead of global partials, a fence and an atomic (6.9 ->
+// through distributed shared memory (each block pushes its partial to the blocks that merge its
+// slices, then one cluster barrier) instead of global partials, a fence and an atomic (6.9 ->
 // 5.9 us per launch at 133 keys, bench/NOTES-cuda.md run 12).
 //
 // At most 48 registers (5 blocks' worth): at M = 1 the decode step's qkv GEMV before this kernel
