@@ -68,8 +68,7 @@ struct DecodeSmem {
   static constexpr size_t kP = kS + static_cast<size_t>(16) * kSRow * 4;
   static constexpr size_t kBytes = kP + static_cast<size_t>(16) * kPRow * 2;
   // The cluster variant's merge area, written by the peers: (max, sum) per split and q head, then
-  // each split's partial of this block's slice of the outputs (pairs; at most ceil(pairs / n) +
-  // 1 per split).
+  // each split's partial of this block's slice of the outputs (pairs; ceil(pairs / n) per split).
   static constexpr size_t kML = kBytes;
   static constexpr size_t kMO = kML + static_cast<size_t>(kMaxCluster) * kMaxRep * 8;
   static constexpr size_t kBytesCluster =
@@ -309,7 +308,10 @@ __global__ void __launch_bounds__(kThreads, 5)
   // O = P V: warp w takes dims [w HD / 8, (w + 1) HD / 8), HD / 64 column tiles of 8.
   const int64_t group = static_cast<int64_t>(s) * p.nkv + kvh;
   float* po = part + group * nsplit * kMaxRep * (HD + 2);  // [nsplit][kMaxRep][HD + 2]
-  if (CLUSTER) cluster_started();  // before the partials are pushed to the peers
+  cluster_started();  // before the partials are pushed to the peers
+  // Cluster merge: output pairs [P j / n_act, P (j + 1) / n_act) are merged by block j, which
+  // holds S2 pairs per split.
+  const int P = rep * HD / 2, S2 = (P + n_act - 1) / n_act;
   {
     constexpr int NT = HD / 64;
     float c[NT][4];
@@ -337,7 +339,7 @@ __global__ void __launch_bounds__(kThreads, 5)
           *reinterpret_cast<__nv_bfloat162*>(out + g * HD + d) =
               __floats2bfloat162_rn(c[n][0] * inv_l, c[n][1] * inv_l);
         } else if (CLUSTER) {  // pushed to the block that merges this pair (below)
-          const int P = rep * HD / 2, S2 = (P + n_act - 1) / n_act, pr = (g * HD + d) / 2;
+          const int pr = (g * HD + d) / 2;
           const int j = ((pr + 1) * n_act + P - 1) / P - 1, p0 = P * j / n_act;
           float2* dst = cluster_peer(reinterpret_cast<float2*>(smem_raw + L::kMO), j);
           dst[x * S2 + pr - p0] = make_float2(c[n][0], c[n][1]);
@@ -362,7 +364,6 @@ __global__ void __launch_bounds__(kThreads, 5)
       cluster_peer(ml, j)[x * kMaxRep + r] = make_float2(fm[r], fl[r]);
     }
     cg::this_cluster().sync();
-    const int P = rep * HD / 2, S2 = (P + n_act - 1) / n_act;
     const int p0 = P * x / n_act, p1 = P * (x + 1) / n_act;
     const float2* mo = reinterpret_cast<const float2*>(smem_raw + L::kMO);
     for (int pr = p0 + tid; pr < p1; pr += kThreads) {
