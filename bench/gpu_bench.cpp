@@ -5,7 +5,7 @@
 // writes everything as JSON.
 //
 //   tessera_gpu_bench --model DIR [--only decode_b1,prefill_4096] [--reps 3] [--json out.json]
-//                     [--no-graphs] [--crossover] [--decode-ops]
+//                     [--no-graphs] [--crossover] [--decode-ops] [--sample-ops]
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -34,6 +34,50 @@ double now_s() {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// Microseconds per ComputeBackend::sample call (host-timed: it returns once the ids are on the
+// host), median of `reps` after two warm-up calls, on random logits of `rows` x V.
+void sampler_report(ComputeBackend& be, int V, int reps) {
+  struct Cfg {
+    const char* name;
+    float temperature, top_p, min_p;
+    int top_k;
+  };
+  const Cfg cfgs[] = {{"greedy", 0.f, 1.f, 0.f, 0},
+                      {"temperature 0.8", 0.8f, 1.f, 0.f, 0},
+                      {"0.8, top-p 0.95, min-p 0.05 (CLI default)", 0.8f, 0.95f, 0.05f, 0},
+                      {"0.8, top-k 40", 0.8f, 1.f, 0.f, 40}};
+  std::printf("\nsampler, V = %d (us per call, median of %d):\n", V, reps);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.f, 3.f);
+  for (int R : {1, 8}) {
+    std::vector<float> h(static_cast<size_t>(R) * V);
+    for (float& x : h) x = nd(rng);
+    DeviceArray lg = be.alloc_array(R, V, DType::f32, "sampler bench logits");
+    be.copy_to_device(lg.view.data, h.data(), h.size() * sizeof(float));
+    for (const Cfg& c : cfgs) {
+      SampleBatch sb;
+      for (int r = 0; r < R; ++r) {
+        SampleParams p;
+        p.temperature = c.temperature;
+        p.top_p = c.top_p;
+        p.min_p = c.min_p;
+        p.top_k = c.top_k;
+        p.seed = 1000 + r;
+        sb.rows.push_back(p);
+      }
+      SampleOutput out;
+      std::vector<double> ts;
+      for (int i = 0; i < reps + 2; ++i) {
+        for (SampleParams& p : sb.rows) p.step = i;
+        const double t0 = now_s();
+        be.sample(lg.view, sb, out);
+        if (i >= 2) ts.push_back(now_s() - t0);
+      }
+      std::printf("  %d row%s  %-44s %8.1f\n", R, R > 1 ? "s" : " ", c.name, 1e6 * median(ts));
+    }
+  }
 }
 
 struct Bench {
@@ -162,8 +206,11 @@ int main(int argc, char** argv) {
   app.add_option("--profile", profile,
                  "bracket one step for ncu --profile-from-start off: decode_b1 (decode step 100) "
                  "or a forward workload (prefill_4096, ttft_512, classify_256x64)");
-  bool no_ceilings = false;
+  bool no_ceilings = false, sample_ops = false;
   app.add_flag("--no-ceilings", no_ceilings, "skip the copy / GEMM ceiling measurements");
+  app.add_flag("--sample-ops", sample_ops,
+               "time the sampler per call (1 and 8 rows of the model's vocabulary; greedy, "
+               "temperature, the CLI's default top-p + min-p, top-k)");
   CLI11_PARSE(app, argc, argv);
   reps = std::max(reps, 1);
   try {
@@ -214,6 +261,7 @@ int main(int argc, char** argv) {
     std::printf("\nloaded %s: %.3f B parameters, %.2f GiB of weights in %.1f s\n",
                 model_dir.c_str(), in.parameter_count / 1e9, in.weight_bytes / double(1u << 30),
                 now_s() - tl);
+    if (sample_ops) sampler_report(*be, in.vocab_size, std::max(reps, 50));
     Bench B{*model, *be};
     if (profile == "decode_b1") B.profile_step = 100;
     std::set<std::string> want;

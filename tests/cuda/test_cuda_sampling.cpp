@@ -91,50 +91,64 @@ TEST(CudaSampling, MatchesCpuSampler) {
   // Row 0: a tie for the maximum at ids 5 and 100 -> greedy picks 5.
   lh[5] = lh[100] = 50.f;
   Pair logits = make_pair(R, kVocab, DType::f32, lh);
-  SampleOutput oc, og;
-  cpu().sample(logits.c.view, sb, oc);
-  cuda()->sample(logits.g.view, sb, og);
-  ASSERT_EQ(og.ids.size(), oc.ids.size());
-  EXPECT_EQ(og.ids[0], 5);
-  int mismatches = 0, near_ties = 0;
-  for (int r = 0; r < R; ++r) {
-    const SampleParams& p = sb.rows[r];
-    if (og.ids[r] == oc.ids[r]) continue;
-    if (p.temperature <= 0.f) {
-      ADD_FAILURE() << "greedy row " << r << ": gpu " << og.ids[r] << " cpu " << oc.ids[r];
-      continue;
+  // Rows [r0, r0 + n) as one batch. The GPU sampler gives each row as many blocks as the SMs
+  // allow (up to a cluster of 8): the 72-row batch runs one block per row, each 8-row batch
+  // (one config) clusters of 8.
+  auto check = [&](int r0, int n) {
+    SampleBatch part = sb;
+    part.rows.assign(sb.rows.begin() + r0, sb.rows.begin() + r0 + n);
+    SampleOutput oc, og;
+    cpu().sample(logits.c.view.rows_from(r0, n), part, oc);
+    cuda()->sample(logits.g.view.rows_from(r0, n), part, og);
+    ASSERT_EQ(og.ids.size(), oc.ids.size());
+    if (r0 == 0) {
+      EXPECT_EQ(og.ids[0], 5);
     }
-    // Near-tie: the target falls within 1e-6 of the boundary between the two picks.
-    std::vector<float> l(lh.begin() + static_cast<int64_t>(r) * kVocab,
-                         lh.begin() + static_cast<int64_t>(r + 1) * kVocab);
-    Walk w = cpu_walk(l, p);
-    double cum = 0;
-    const int lo = std::min(og.ids[r], oc.ids[r]);
-    for (int i = 0; i <= lo; ++i) cum += w.pr[i];
-    if (std::fabs(cum - w.target) < 1e-6) {
-      ++near_ties;
-    } else {
-      ++mismatches;
-      ADD_FAILURE() << "row " << r << " (config " << r / per << "): gpu " << og.ids[r] << " cpu "
-                    << oc.ids[r] << ", cumulative " << cum << " vs target " << w.target;
-    }
-  }
-  EXPECT_EQ(mismatches, 0) << near_ties << " near-ties accepted";
-  ASSERT_EQ(og.logprobs.size(), oc.logprobs.size());
-  ASSERT_EQ(og.top_n, oc.top_n);
-  for (int r = 0; r < R; ++r) {
-    if (!(sb.rows[r].logprobs || sb.rows[r].top_logprobs > 0) || og.ids[r] != oc.ids[r]) continue;
-    EXPECT_NEAR(og.logprobs[r], oc.logprobs[r], 1e-4) << "row " << r;
-    for (int k = 0; k < og.top_n; ++k) {
-      EXPECT_EQ(og.top_ids[r * og.top_n + k], oc.top_ids[r * og.top_n + k]) << r << "," << k;
-      const float a = og.top_logprobs[r * og.top_n + k], b = oc.top_logprobs[r * og.top_n + k];
-      if (std::isinf(b)) {
-        EXPECT_TRUE(std::isinf(a));
+    int mismatches = 0, near_ties = 0;
+    for (int j = 0; j < n; ++j) {
+      const int r = r0 + j;
+      const SampleParams& p = sb.rows[r];
+      if (og.ids[j] == oc.ids[j]) continue;
+      if (p.temperature <= 0.f) {
+        ADD_FAILURE() << "greedy row " << r << ": gpu " << og.ids[j] << " cpu " << oc.ids[j];
+        continue;
+      }
+      // Near-tie: the target falls within 1e-6 of the boundary between the two picks.
+      std::vector<float> l(lh.begin() + static_cast<int64_t>(r) * kVocab,
+                           lh.begin() + static_cast<int64_t>(r + 1) * kVocab);
+      Walk w = cpu_walk(l, p);
+      double cum = 0;
+      const int lo = std::min(og.ids[j], oc.ids[j]);
+      for (int i = 0; i <= lo; ++i) cum += w.pr[i];
+      if (std::fabs(cum - w.target) < 1e-6) {
+        ++near_ties;
       } else {
-        EXPECT_NEAR(a, b, 1e-4) << r << "," << k;
+        ++mismatches;
+        ADD_FAILURE() << "row " << r << " (config " << r / per << ", batch of " << n << "): gpu "
+                      << og.ids[j] << " cpu " << oc.ids[j] << ", cumulative " << cum
+                      << " vs target " << w.target;
       }
     }
-  }
+    EXPECT_EQ(mismatches, 0) << near_ties << " near-ties accepted";
+    ASSERT_EQ(og.logprobs.size(), oc.logprobs.size());
+    ASSERT_EQ(og.top_n, oc.top_n);
+    for (int j = 0; j < n; ++j) {
+      const int r = r0 + j;
+      if (!(sb.rows[r].logprobs || sb.rows[r].top_logprobs > 0) || og.ids[j] != oc.ids[j]) continue;
+      EXPECT_NEAR(og.logprobs[j], oc.logprobs[j], 1e-4) << "row " << r;
+      for (int k = 0; k < og.top_n; ++k) {
+        EXPECT_EQ(og.top_ids[j * og.top_n + k], oc.top_ids[j * og.top_n + k]) << r << "," << k;
+        const float a = og.top_logprobs[j * og.top_n + k], b = oc.top_logprobs[j * og.top_n + k];
+        if (std::isinf(b)) {
+          EXPECT_TRUE(std::isinf(a));
+        } else {
+          EXPECT_NEAR(a, b, 1e-4) << r << "," << k;
+        }
+      }
+    }
+  };
+  check(0, R);
+  for (size_t c = 0; c < configs.size(); ++c) check(static_cast<int>(c) * per, per);
 }
 
 TEST(CudaSampling, SameSeedSameStepSamePick) {

@@ -483,35 +483,12 @@ void launch_t(const AttnParams& p, int nsplit, float* partials, int* counters, c
 // Whether `nsplit` blocks of this kernel can run as one cluster on this GPU (asked once per
 // size: cluster shapes that do not fit a GPC's shared memory fail to launch).
 template <int HD>
-bool cluster_fits(int nsplit) {
+bool decode_cluster_fits(int nsplit) {
   static int known[kMaxCluster + 1] = {};  // 0 unknown, 1 yes, 2 no
   if (nsplit < 2 || nsplit > kMaxCluster) return false;
   if (known[nsplit] == 0) {
-    int dev = 0, major = 0;
-    bool ok =
-        cudaGetDevice(&dev) == cudaSuccess &&
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-        major >= 9 && !std::getenv("TESSERA_NO_CLUSTER");
-    if (ok) {
-      auto kernel = attn_decode_kernel<HD, true>;
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(DecodeSmem<HD>::kBytesCluster));
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-      cudaLaunchConfig_t cfg{};
-      cfg.gridDim = dim3(nsplit, 1, 1);
-      cfg.blockDim = kThreads;
-      cfg.dynamicSmemBytes = DecodeSmem<HD>::kBytesCluster;
-      cudaLaunchAttribute attr;
-      attr.id = cudaLaunchAttributeClusterDimension;
-      attr.val.clusterDim.x = nsplit;
-      attr.val.clusterDim.y = 1;
-      attr.val.clusterDim.z = 1;
-      cfg.attrs = &attr;
-      cfg.numAttrs = 1;
-      int clusters = 0;
-      ok = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) == cudaSuccess && clusters > 0;
-      cudaGetLastError();  // a refusal is an answer, not an error
-    }
+    const bool ok = cluster_fits(reinterpret_cast<const void*>(attn_decode_kernel<HD, true>),
+                                 nsplit, kThreads, DecodeSmem<HD>::kBytesCluster);
     known[nsplit] = ok ? 1 : 2;
   }
   return known[nsplit] == 1;
@@ -523,7 +500,7 @@ void launch_decode(const AttnParams& p, int nsplit, float* partials, int* counte
   // Only for grids that leave the GPU mostly idle (decode of a few sequences): with S = 128 the
   // clusters' co-scheduling cost more than the merge saves (72 -> 140 us per launch, run 12).
   const int64_t blocks = static_cast<int64_t>(nsplit) * p.nkv * p.num_seqs;
-  if (blocks <= 64 && cluster_fits<HD>(nsplit)) {
+  if (blocks <= 64 && decode_cluster_fits<HD>(nsplit)) {
     launch_t<HD, true>(p, nsplit, partials, counters, r, st);
   } else {
     launch_t<HD, false>(p, nsplit, partials, counters, r, st);

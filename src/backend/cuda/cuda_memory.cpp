@@ -36,6 +36,33 @@ void set_carveout(const void* kernel, bool driver_default) {
                                std::min(pct, 100)));
 }
 
+bool cluster_fits(const void* kernel, int n, int threads, size_t smem) {
+  int dev = 0, major = 0;
+  bool ok = cudaGetDevice(&dev) == cudaSuccess &&
+            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+            major >= 9 && !std::getenv("TESSERA_NO_CLUSTER");
+  if (!ok) return false;
+  if (smem > 0)
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         static_cast<int>(smem));
+  if (n > 8) cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(n, 1, 1);
+  cfg.blockDim = threads;
+  cfg.dynamicSmemBytes = smem;
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = n;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  int clusters = 0;
+  ok = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) == cudaSuccess && clusters > 0;
+  cudaGetLastError();  // a refusal is an answer, not an error
+  return ok;
+}
+
 uint64_t free_epoch() {
   return g_free_epoch.load(std::memory_order_relaxed);
 }

@@ -1,10 +1,14 @@
-// GPU sampler: one 1024-thread block per row, no sort of the vocabulary. top-k finds the k-th
-// largest value by a 4-pass radix select on the float bits (8-bit digits, counts); top-p finds
-// its threshold the same way with probability-mass histograms; the pick walks kept ids in
-// ascending order as a block-wide prefix sum over contiguous id ranges, then one thread walks its
-// range. Probabilities are exp(v - max) stored as floats, sums in double, as cpu/sampling.cpp
-// computes them, so picks agree except at near-ties.
+// GPU sampler: a cluster of up to 16 1024-thread blocks per row (as many as the SMs allow for
+// the batch; their partial results meet in distributed shared memory), no sort of the
+// vocabulary. top-k finds the k-th largest value by a 4-pass radix select on the float bits
+// (8-bit digits, counts); top-p finds its threshold the same way with probability-mass
+// histograms; the pick walks kept ids in ascending order as a cluster-wide prefix sum over
+// contiguous id ranges, then one thread walks its range. Probabilities are exp(v - max) stored as
+// floats, sums in double, as cpu/sampling.cpp computes them, so picks agree except at near-ties.
+#include <cooperative_groups.h>
+
 #include <cfloat>
+#include <climits>
 
 #include "backend/cuda/cuda_common.h"
 #include "backend/cuda/sampling.h"
@@ -14,19 +18,48 @@ namespace tessera::cuda {
 
 namespace {
 
+namespace cg = cooperative_groups;
+
 constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
+constexpr int kMaxCluster = 16;  // a non-portable cluster size (Hopper allows 16)
 
 struct Shared {
-  unsigned int hist[256];
-  double hsum[256];
+  unsigned int hist[2][256];
+  double hsum[2][256];
+  unsigned int comb_u[256];
+  double comb_d[256];
   double red_d[kWarps];
   float red_f[kWarps];
   int red_i[kWarps];
+  float cf[2];  // per-block partials of a cluster reduction (two slots, alternating)
+  double cd[2];
+  int ci[2];
   unsigned int prefix;
-  float f;
   double d;
   int winner;
+  int cwin;   // rank 0: the lowest global thread that claims the pick
+  int cpick;  // rank 0: the picked id
+};
+
+// The C blocks (a thread-block cluster) that sample one row: global thread g = rank * kThreads +
+// tid takes ids g, g + S, ... (S = C kThreads); block results combine through distributed shared
+// memory in rank order, so every block computes the same values.
+struct Row {
+  cg::cluster_group cl;
+  Shared& sh;
+  int rank, C, g, S;
+  int slot = 0;
+  __device__ explicit Row(Shared& s) : cl(cg::this_cluster()), sh(s) {
+    rank = static_cast<int>(cl.block_rank());
+    C = static_cast<int>(cl.num_blocks());
+    g = rank * kThreads + static_cast<int>(threadIdx.x);
+    S = C * kThreads;
+  }
+  template <class T>
+  __device__ T* peer(T* p, int q) {
+    return cl.map_shared_rank(p, q);
+  }
 };
 
 __device__ __forceinline__ unsigned int float_key(float v) {
@@ -56,6 +89,27 @@ __device__ double block_sum_d(double v, Shared& sh) {
   return t;
 }
 
+// Cluster reductions: the block's result into this block's slot, one cluster barrier, then each
+// thread combines the C slots in rank order. Slots alternate, so a slot is written again only
+// after the barrier of the next reduction, by which time every peer has read it.
+template <class T, class Op>
+__device__ T row_combine(T v, T (&slots)[2], Row& c, Op op) {
+  if (c.C == 1) return v;
+  const int s = c.slot ^= 1;
+  if (threadIdx.x == 0) slots[s] = v;
+  c.cl.sync();
+  T t = *c.peer(&slots[s], 0);
+  for (int q = 1; q < c.C; ++q) t = op(t, *c.peer(&slots[s], q));
+  return t;
+}
+__device__ float row_max_f(float v, Row& c) {
+  return row_combine(block_max_f(v, c.sh), c.sh.cf, c,
+                     [](float a, float b) { return fmaxf(a, b); });
+}
+__device__ double row_sum_d(double v, Row& c) {
+  return row_combine(block_sum_d(v, c.sh), c.sh.cd, c, [](double a, double b) { return a + b; });
+}
+
 // (value, id) that comes first in (value descending, id ascending); NaN counts as -inf.
 __device__ __forceinline__ bool before(float v, int i, float bv, int bi) {
   return bi < 0 || v > bv || (v == bv && i < bi);
@@ -80,39 +134,71 @@ __device__ void block_argmax(float& v, int& i, Shared& sh) {
     if (oi >= 0 && before(ov, oi, v, i)) v = ov, i = oi;
   }
 }
+__device__ void row_argmax(float& v, int& i, Row& c) {
+  block_argmax(v, i, c.sh);
+  if (c.C == 1) return;
+  const int s = c.slot ^= 1;
+  if (threadIdx.x == 0) c.sh.cf[s] = v, c.sh.ci[s] = i;
+  c.cl.sync();
+  v = -INFINITY;
+  i = -1;
+  for (int q = 0; q < c.C; ++q) {
+    const float qv = *c.peer(&c.sh.cf[s], q);
+    const int qi = *c.peer(&c.sh.ci[s], q);
+    if (qi >= 0 && before(qv, qi, v, i)) v = qv, i = qi;
+  }
+}
 
 // Argmax over x (lowest id on ties); elements strictly after (pv, pi) in that order only.
-__device__ int argmax_after(const float* x, int V, float pv, int pi, float* best_v, Shared& sh) {
+__device__ int argmax_after(const float* x, int V, float pv, int pi, float* best_v, Row& c) {
   float bv = -INFINITY;
   int bi = -1;
-  for (int i = threadIdx.x; i < V; i += kThreads) {
+  for (int i = c.g; i < V; i += c.S) {
     float v = x[i];
     if (v != v) v = -INFINITY;
     if (pi >= 0 && !(v < pv || (v == pv && i > pi))) continue;
     if (before(v, i, bv, bi)) bv = v, bi = i;
   }
-  block_argmax(bv, bi, sh);
+  row_argmax(bv, bi, c);
   *best_v = bv;
   return bi;
 }
 
-// The k-th largest value of x[0, V) (counting duplicates), by radix select on the float keys.
-__device__ float kth_largest(const float* x, int V, int k, Shared& sh) {
+// The k-th largest value of x[0, V) (counting duplicates), by radix select on the float keys:
+// each block counts its ids, thread d < 256 sums bin d over the cluster, thread 0 walks the bins.
+__device__ float kth_largest(const float* x, int V, int k, Row& c) {
+  Shared& sh = c.sh;
   unsigned int prefix = 0, mask = 0;
   for (int shift = 24; shift >= 0; shift -= 8) {
-    for (int i = threadIdx.x; i < 256; i += kThreads) sh.hist[i] = 0;
+    const int s = c.slot ^= 1;
+    for (int i = threadIdx.x; i < 256; i += kThreads) sh.hist[s][i] = 0;
     __syncthreads();
-    for (int i = threadIdx.x; i < V; i += kThreads) {
+    unsigned int run_bin = 256, run = 0;  // runs of one bin counted in a register first
+    for (int i = c.g; i < V; i += c.S) {
       const unsigned int key = float_key(x[i]);
-      if ((key & mask) == prefix) atomicAdd(&sh.hist[(key >> shift) & 255u], 1u);
+      if ((key & mask) != prefix) continue;
+      const unsigned int b = (key >> shift) & 255u;
+      if (b != run_bin) {
+        if (run) atomicAdd(&sh.hist[s][run_bin], run);
+        run_bin = b;
+        run = 0;
+      }
+      ++run;
+    }
+    if (run) atomicAdd(&sh.hist[s][run_bin], run);
+    c.cl.sync();
+    if (threadIdx.x < 256) {
+      unsigned int t = 0;
+      for (int q = 0; q < c.C; ++q) t += *c.peer(&sh.hist[s][threadIdx.x], q);
+      sh.comb_u[threadIdx.x] = t;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
       unsigned int cum = 0;
       int d = 255;
       for (; d > 0; --d) {
-        if (cum + sh.hist[d] >= static_cast<unsigned int>(k)) break;
-        cum += sh.hist[d];
+        if (cum + sh.comb_u[d] >= static_cast<unsigned int>(k)) break;
+        cum += sh.comb_u[d];
       }
       k -= static_cast<int>(cum);
       sh.prefix = prefix | (static_cast<unsigned int>(d) << shift);
@@ -128,26 +214,45 @@ __device__ float kth_largest(const float* x, int V, int k, Shared& sh) {
 }
 
 // The largest value v among e[0, V) (non-negative) with sum(e >= v) >= target; 0 when no value
-// reaches it (keep everything).
-__device__ float top_p_threshold(const float* e, int V, double target, Shared& sh) {
+// reaches it (keep everything). Mass histograms combined over the cluster like kth_largest's.
+__device__ float top_p_threshold(const float* e, int V, double target, Row& c) {
+  Shared& sh = c.sh;
   unsigned int prefix = 0, mask = 0;
   double above = 0.0;
   for (int shift = 24; shift >= 0; shift -= 8) {
-    for (int i = threadIdx.x; i < 256; i += kThreads) sh.hsum[i] = 0.0;
+    const int s = c.slot ^= 1;
+    for (int i = threadIdx.x; i < 256; i += kThreads) sh.hsum[s][i] = 0.0;
     __syncthreads();
-    for (int i = threadIdx.x; i < V; i += kThreads) {
+    // A thread's values mostly share the top byte, and every thread adding to the same few bins
+    // serialises the shared-memory atomics: runs of one bin are summed in a register first.
+    unsigned int run_bin = 256;
+    double run = 0.0;
+    for (int i = c.g; i < V; i += c.S) {
       const float v = e[i];
       if (!(v > 0.f)) continue;
       const unsigned int key = __float_as_uint(v);
-      if ((key & mask) == prefix)
-        atomicAdd(&sh.hsum[(key >> shift) & 255u], static_cast<double>(v));
+      if ((key & mask) != prefix) continue;
+      const unsigned int b = (key >> shift) & 255u;
+      if (b != run_bin) {
+        if (run_bin < 256) atomicAdd(&sh.hsum[s][run_bin], run);
+        run_bin = b;
+        run = 0.0;
+      }
+      run += static_cast<double>(v);
+    }
+    if (run_bin < 256) atomicAdd(&sh.hsum[s][run_bin], run);
+    c.cl.sync();
+    if (threadIdx.x < 256) {
+      double t = 0.0;
+      for (int q = 0; q < c.C; ++q) t += *c.peer(&sh.hsum[s][threadIdx.x], q);
+      sh.comb_d[threadIdx.x] = t;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
       int d = 255;
       for (; d >= 0; --d) {
-        if (above + sh.hsum[d] >= target) break;
-        above += sh.hsum[d];
+        if (above + sh.comb_d[d] >= target) break;
+        above += sh.comb_d[d];
       }
       sh.winner = d;
       if (d >= 0) sh.prefix = prefix | (static_cast<unsigned int>(d) << shift);
@@ -163,6 +268,7 @@ __device__ float top_p_threshold(const float* e, int V, double target, Shared& s
   return __uint_as_float(prefix);
 }
 
+// grid (C, R), clusters of C along x: row r = blockIdx.y.
 __global__ void __launch_bounds__(kThreads)
     sample_kernel(const float* __restrict__ logits, int64_t stride, int V,
                   const SampleRowDev* __restrict__ rows, const int32_t* __restrict__ pen_ids,
@@ -171,81 +277,84 @@ __global__ void __launch_bounds__(kThreads)
                   int32_t* __restrict__ top_ids, float* __restrict__ top_lp, int top_n_max) {
   pdl_enter();
   __shared__ Shared sh;
-  const int r = blockIdx.x, tid = threadIdx.x;
+  Row c(sh);
+  const int r = blockIdx.y, tid = threadIdx.x;
+  const bool lead = c.rank == 0 && tid == 0;  // writes the row's outputs
   const SampleRowDev P = rows[r];
   const float* raw = logits + static_cast<int64_t>(r) * stride;
   float* w = P.work_row >= 0 ? work + static_cast<int64_t>(P.work_row) * V : nullptr;
   const float* L = raw;
   if (w) {
-    for (int i = tid; i < V; i += kThreads) w[i] = raw[i];
-    __syncthreads();
-    for (int i = tid; i < P.rep_count; i += kThreads) {
-      const int id = pen_ids[P.rep_begin + i];
-      const float x = w[id];
-      w[id] = x > 0 ? x / P.repetition_penalty : x * P.repetition_penalty;
+    for (int i = c.g; i < V; i += c.S) w[i] = raw[i];
+    c.cl.sync();  // the penalties below touch ids copied by other blocks
+    if (c.rank == 0) {
+      for (int i = tid; i < P.rep_count; i += kThreads) {
+        const int id = pen_ids[P.rep_begin + i];
+        const float x = w[id];
+        w[id] = x > 0 ? x / P.repetition_penalty : x * P.repetition_penalty;
+      }
+      __syncthreads();
+      for (int i = tid; i < P.freq_count; i += kThreads) {
+        const int id = pen_ids[P.freq_begin + i];
+        w[id] -= P.presence_penalty +
+                 P.frequency_penalty * static_cast<float>(pen_counts[P.freq_begin + i]);
+      }
+      __syncthreads();
+      for (int i = tid; i < P.suppress_count; i += kThreads)
+        w[sup_ids[P.suppress_begin + i]] = -INFINITY;
     }
-    __syncthreads();
-    for (int i = tid; i < P.freq_count; i += kThreads) {
-      const int id = pen_ids[P.freq_begin + i];
-      w[id] -= P.presence_penalty +
-               P.frequency_penalty * static_cast<float>(pen_counts[P.freq_begin + i]);
-    }
-    __syncthreads();
-    for (int i = tid; i < P.suppress_count; i += kThreads)
-      w[sup_ids[P.suppress_begin + i]] = -INFINITY;
-    __syncthreads();
+    c.cl.sync();
     L = w;
   }
 
   int chosen;
   if (P.temperature <= 0.f) {
     float bv;
-    chosen = argmax_after(L, V, 0.f, -1, &bv, sh);
+    chosen = argmax_after(L, V, 0.f, -1, &bv, c);
     if (chosen < 0) chosen = 0;
   } else {
-    // w exists for every row with a temperature.
-    for (int i = tid; i < V; i += kThreads) w[i] = w[i] / P.temperature;
-    __syncthreads();
+    // w exists for every row with a temperature. Until the pick, each thread touches its own ids.
+    for (int i = c.g; i < V; i += c.S) w[i] = w[i] / P.temperature;
     if (P.top_k > 0 && P.top_k < V) {
-      const float kth = kth_largest(w, V, P.top_k, sh);
-      for (int i = tid; i < V; i += kThreads)
+      const float kth = kth_largest(w, V, P.top_k, c);
+      for (int i = c.g; i < V; i += c.S)
         if (w[i] < kth) w[i] = -INFINITY;
-      __syncthreads();
     }
     float mx = -INFINITY;
-    for (int i = tid; i < V; i += kThreads) mx = fmaxf(mx, w[i]);
-    mx = block_max_f(mx, sh);
+    for (int i = c.g; i < V; i += c.S) mx = fmaxf(mx, w[i]);
+    mx = row_max_f(mx, c);
     double total = 0.0;
-    for (int i = tid; i < V; i += kThreads) {
+    for (int i = c.g; i < V; i += c.S) {
       const float v = w[i];
       const float e = v == -INFINITY ? 0.f : static_cast<float>(exp(static_cast<double>(v - mx)));
       w[i] = e;
       total += e;
     }
-    total = block_sum_d(total, sh);
+    total = row_sum_d(total, c);
     if (P.top_p < 1.0f) {
-      const float th = top_p_threshold(w, V, static_cast<double>(P.top_p) * total, sh);
-      for (int i = tid; i < V; i += kThreads)
+      const float th = top_p_threshold(w, V, static_cast<double>(P.top_p) * total, c);
+      for (int i = c.g; i < V; i += c.S)
         if (w[i] < th) w[i] = 0.f;
-      __syncthreads();
     }
     if (P.min_p > 0.0f) {
       float emax = 0.f;
-      for (int i = tid; i < V; i += kThreads) emax = fmaxf(emax, w[i]);
-      emax = block_max_f(emax, sh);
+      for (int i = c.g; i < V; i += c.S) emax = fmaxf(emax, w[i]);
+      emax = row_max_f(emax, c);
       const double cut = static_cast<double>(P.min_p) * emax;
-      for (int i = tid; i < V; i += kThreads)
+      for (int i = c.g; i < V; i += c.S)
         if (static_cast<double>(w[i]) < cut) w[i] = 0.f;
-      __syncthreads();
     }
-    // Pick: thread t owns ids [t * chunk, (t + 1) * chunk).
-    const int chunk = (V + kThreads - 1) / kThreads;
-    const int i0 = min(V, tid * chunk), i1 = min(V, i0 + chunk);
+    if (lead) sh.cwin = INT_MAX;
+    c.cl.sync();  // every block's weights are final; the pick reads contiguous ranges
+    // Pick: global thread g owns ids [g * chunk, (g + 1) * chunk).
+    const int chunk = (V + c.S - 1) / c.S;
+    const int i0 = min(V, c.g * chunk), i1 = min(V, i0 + chunk);
     double local = 0.0;
     int last_kept = -1;
     for (int i = i0; i < i1; ++i)
       if (w[i] > 0.f) local += w[i], last_kept = i;
-    // Inclusive scan of `local` over the block (warp scans, then warp totals).
+    // Inclusive scan of `local` over the block (warp scans, then warp totals), then the blocks'
+    // totals over the cluster.
     double incl = local;
     for (int o = 1; o < 32; o <<= 1) {
       const double y = __shfl_up_sync(0xffffffffu, incl, o);
@@ -253,7 +362,6 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();
     if ((tid & 31) == 31) sh.red_d[tid >> 5] = incl;
-    if (tid == 0) sh.winner = kThreads;
     __syncthreads();
     if (tid < 32) {
       double x = sh.red_d[tid];
@@ -265,15 +373,24 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();
     const double warp_before = (tid >> 5) > 0 ? sh.red_d[(tid >> 5) - 1] : 0.0;
-    const double kept = sh.red_d[kWarps - 1];
-    const double prefix = warp_before + incl - local;
+    const int s = c.slot ^= 1;
+    if (tid == 0) sh.cd[s] = sh.red_d[kWarps - 1];
+    c.cl.sync();
+    double blocks_before = 0.0, kept = 0.0;
+    for (int q = 0; q < c.C; ++q) {
+      const double t = *c.peer(&sh.cd[s], q);
+      if (q < c.rank) blocks_before += t;
+      kept += t;
+    }
+    const double prefix = blocks_before + warp_before + incl - local;
     const double target = sample_uniform(P.seed, P.step) * kept;
-    if (local > 0.0 && prefix <= target && target < prefix + local) atomicMin(&sh.winner, tid);
-    // The last kept id overall, for a target that rounding puts past the end.
-    float lk = static_cast<float>(last_kept);
-    lk = block_max_f(lk, sh);
-    __syncthreads();
-    if (tid == sh.winner) {
+    if (local > 0.0 && prefix <= target && target < prefix + local)
+      atomicMin(c.peer(&sh.cwin, 0), c.g);
+    // The last kept id overall, for a target that rounding puts past the end (the reduction's
+    // barriers also publish the claims).
+    const float lk = row_max_f(static_cast<float>(last_kept), c);
+    const int wg = *c.peer(&sh.cwin, 0);
+    if (c.g == wg) {
       double cum = prefix;
       int pick = last_kept;
       for (int i = i0; i < i1; ++i) {
@@ -284,28 +401,28 @@ __global__ void __launch_bounds__(kThreads)
           break;
         }
       }
-      sh.winner = kThreads + 1 + pick;  // publish the id
+      *c.peer(&sh.cpick, 0) = pick;
     }
-    __syncthreads();
-    chosen = sh.winner > kThreads ? sh.winner - kThreads - 1 : max(0, static_cast<int>(lk));
+    c.cl.sync();
+    chosen = wg != INT_MAX ? *c.peer(&sh.cpick, 0) : max(0, static_cast<int>(lk));
   }
-  if (tid == 0) ids[r] = chosen;
+  if (lead) ids[r] = chosen;
 
   if (P.want_logprob || P.top_n > 0) {
     float mx = -INFINITY;
-    for (int i = tid; i < V; i += kThreads) mx = fmaxf(mx, raw[i]);
-    mx = block_max_f(mx, sh);
+    for (int i = c.g; i < V; i += c.S) mx = fmaxf(mx, raw[i]);
+    mx = row_max_f(mx, c);
     double sum = 0.0;
-    for (int i = tid; i < V; i += kThreads) sum += exp(static_cast<double>(raw[i] - mx));
-    sum = block_sum_d(sum, sh);
+    for (int i = c.g; i < V; i += c.S) sum += exp(static_cast<double>(raw[i] - mx));
+    sum = row_sum_d(sum, c);
     const float lse = mx + static_cast<float>(log(sum));
-    if (tid == 0) lp[r] = raw[chosen] - lse;
+    if (lead) lp[r] = raw[chosen] - lse;
     float pv = 0.f;
     int pi = -1;
     for (int k = 0; k < P.top_n; ++k) {
       float bv;
-      const int bi = argmax_after(raw, V, pv, pi, &bv, sh);
-      if (tid == 0) {
+      const int bi = argmax_after(raw, V, pv, pi, &bv, c);
+      if (lead) {
         top_ids[static_cast<int64_t>(r) * top_n_max + k] = bi;
         top_lp[static_cast<int64_t>(r) * top_n_max + k] = bi >= 0 ? raw[bi] - lse : -INFINITY;
       }
@@ -314,6 +431,7 @@ __global__ void __launch_bounds__(kThreads)
       if (bi < 0) break;
     }
   }
+  c.cl.sync();  // no block leaves while a peer may still read its shared memory
 }
 
 __global__ void __launch_bounds__(256)
@@ -389,6 +507,16 @@ __global__ void __launch_bounds__(256)
   }
 }
 
+// Whether clusters of `n` sampling blocks can run on this GPU (asked once per size).
+bool sample_cluster_fits(int n) {
+  static int known[kMaxCluster + 1] = {};  // 0 unknown, 1 yes, 2 no
+  if (n <= 1) return true;
+  if (n > kMaxCluster) return false;
+  if (known[n] == 0)
+    known[n] = cluster_fits(reinterpret_cast<const void*>(sample_kernel), n, kThreads, 0) ? 1 : 2;
+  return known[n] == 1;
+}
+
 }  // namespace
 
 void greedy_rows(const float* logits, int64_t stride, int R, int V, float* part, int* counters,
@@ -403,9 +531,38 @@ void sample_rows(const float* logits, int64_t stride, int R, int V, const Sample
                  const int32_t* suppress_ids, float* work, int32_t* ids, float* lp,
                  int32_t* top_ids, float* top_lp, int top_n_max, cudaStream_t st) {
   if (R == 0) return;
-  launch(sample_kernel, R, kThreads, 0, st, "sampling", logits, stride, V, rows, penalty_ids,
-         penalty_counts, suppress_ids, work, ids, lp, top_ids, top_lp, top_n_max);
-  TS_CUDA_LAUNCH("sample");
+  // Blocks per row: a row alone on one SM took ~0.4 ms of a decode step at V = 262,144 (passes
+  // over 1 MB and 262,144 double exps, bench/NOTES-cuda.md run 19); as many as the SMs allow,
+  // up to a cluster of 16, down to one when the rows fill the GPU.
+  static const int sms = [] {
+    int dev = 0, n = 0;
+    TS_CUDA(cudaGetDevice(&dev));
+    TS_CUDA(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    return n;
+  }();
+  int C = 1;
+  while (C < kMaxCluster && static_cast<int64_t>(C) * 2 * R <= sms && sample_cluster_fits(C * 2))
+    C *= 2;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(C, R, 1);
+  cfg.blockDim = kThreads;
+  cfg.stream = st;
+  cudaLaunchAttribute attr[2];
+  int n = 0;
+  attr[n].id = cudaLaunchAttributeClusterDimension;
+  attr[n].val.clusterDim.x = C;
+  attr[n].val.clusterDim.y = 1;
+  attr[n++].val.clusterDim.z = 1;
+  if (pdl_enabled()) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  cfg.attrs = attr;
+  cfg.numAttrs = n;
+  const cudaError_t e =
+      cudaLaunchKernelEx(&cfg, sample_kernel, logits, stride, V, rows, penalty_ids, penalty_counts,
+                         suppress_ids, work, ids, lp, top_ids, top_lp, top_n_max);
+  if (e != cudaSuccess) throw_cuda_error(e, "sampling", __FILE__, __LINE__);
 }
 
 }  // namespace tessera::cuda

@@ -1,6 +1,6 @@
 // The sampler chain on the GPU (launcher): penalties, suppression, temperature, top-k, top-p,
 // min-p and the seeded pick, plus raw logprobs and top-N, with the semantics documented on
-// SampleParams in backend.h. One block per logits row.
+// SampleParams in backend.h. A cluster of blocks per logits row (sampling.cu).
 #pragma once
 
 #include <cuda_runtime.h>
