@@ -46,6 +46,7 @@ void sampler_report(ComputeBackend& be, int V, int reps) {
   };
   const Cfg cfgs[] = {{"greedy", 0.f, 1.f, 0.f, 0},
                       {"temperature 0.8", 0.8f, 1.f, 0.f, 0},
+                      {"0.8, top-p 0.95", 0.8f, 0.95f, 0.f, 0},
                       {"0.8, top-p 0.95, min-p 0.05 (CLI default)", 0.8f, 0.95f, 0.05f, 0},
                       {"0.8, top-k 40", 0.8f, 1.f, 0.f, 40}};
   std::printf("\nsampler, V = %d (us per call, median of %d):\n", V, reps);
