@@ -455,29 +455,9 @@ void launch_t(const AttnParams& p, int nsplit, float* partials, int* counters, c
     return true;
   }();
   (void)configured;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(nsplit, p.nkv, p.num_seqs);
-  cfg.blockDim = kThreads;
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = st;
-  cudaLaunchAttribute attr[2];
-  int n = 0;
-  if (pdl_enabled()) {
-    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[n++].val.programmaticStreamSerializationAllowed = 1;
-  }
-  if (CLUSTER) {
-    attr[n].id = cudaLaunchAttributeClusterDimension;
-    attr[n].val.clusterDim.x = nsplit;
-    attr[n].val.clusterDim.y = 1;
-    attr[n++].val.clusterDim.z = 1;
-  }
-  cfg.attrs = attr;
-  cfg.numAttrs = n;
   // Big grids (no cluster) keep the driver's carveout: two blocks per SM (cuda_common.h).
-  if (CLUSTER) set_carveout(reinterpret_cast<const void*>(kernel));
-  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, p, nsplit, partials, counters, r);
-  if (e != cudaSuccess) throw_cuda_error(e, "attention (decode)", __FILE__, __LINE__);
+  launch_clusters(CLUSTER ? nsplit : 1, !CLUSTER, kernel, dim3(nsplit, p.nkv, p.num_seqs), kThreads,
+                  smem, st, "attention (decode)", p, nsplit, partials, counters, r);
 }
 
 // Whether `nsplit` blocks of this kernel can run as one cluster on this GPU (asked once per

@@ -116,24 +116,42 @@ void set_carveout(const void* kernel, bool driver_default = false);
 // non-portable ones; TESSERA_NO_CLUSTER says no. Callers cache the answer per size.
 bool cluster_fits(const void* kernel, int n, int threads, size_t smem);
 
-// Launches `kernel` on `st` with programmatic dependent launch when enabled; checks the launch.
+// Launches `kernel` on `st` with programmatic dependent launch when enabled, the grid's blocks in
+// thread-block clusters of `cluster_x` along x (1: no clusters), and the backend's carveout
+// (set_carveout) or, with `driver_carveout`, the driver's; checks the launch.
 template <class... KArgs, class... Args>
-void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
-            const char* what, Args&&... args) {
+void launch_clusters(unsigned cluster_x, bool driver_carveout, void (*kernel)(KArgs...), dim3 grid,
+                     dim3 block, size_t smem, cudaStream_t st, const char* what, Args&&... args) {
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;
-  set_carveout(reinterpret_cast<const void*>(kernel));
+  if (!driver_carveout) set_carveout(reinterpret_cast<const void*>(kernel));
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = st;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (pdl_enabled()) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cluster_x > 1) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = cluster_x;
+    attr[n].val.clusterDim.y = 1;
+    attr[n++].val.clusterDim.z = 1;
+  }
   cfg.attrs = attr;
-  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  cfg.numAttrs = n;
   cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
   if (e != cudaSuccess) throw_cuda_error(e, what, __FILE__, __LINE__);
+}
+
+// The same without clusters, with the backend's carveout.
+template <class... KArgs, class... Args>
+void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
+            const char* what, Args&&... args) {
+  launch_clusters(1, false, kernel, grid, block, smem, st, what, std::forward<Args>(args)...);
 }
 
 // Dispatches a lambda on the element type of `dt` (f32 or bf16).

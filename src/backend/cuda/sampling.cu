@@ -182,96 +182,95 @@ __device__ T bin_suffix(T x, T* warp_tot) {
   return x;
 }
 
-// The k-th largest value of x[0, V) (counting duplicates), by radix select on the float keys:
-// each block counts its ids, thread d < 256 sums bin d over the cluster, thread 0 walks the bins.
+// One pass of a radix select over the row: for this thread's ids whose key matches `prefix` under
+// `mask` (key(i, k, w) false: skip), w into bin (k >> shift) & 255 of this pass's histogram; the
+// bins totalled over the cluster; the largest bin d whose suffix total passes ok(d, suffix)
+// (`none` when no bin does), returned, with the total of the bins above it in `above`. Runs of
+// one bin are summed in a register before the shared-memory atomic: a thread's keys mostly share
+// their top byte, and every thread adding to the same few bins serialises the atomics (a double
+// add there is a compare-and-swap loop). Every thread calls it.
+template <class T, class Key, class Ok>
+__device__ int radix_pass(Row& c, T (&hist)[2][256], T* warp_tot, T& sub, const int V, Key key,
+                          unsigned int prefix, unsigned int mask, int shift, Ok ok, int none,
+                          T& above) {
+  const int s = c.slot ^= 1, tid = threadIdx.x;
+  for (int i = tid; i < 256; i += kThreads) hist[s][i] = T(0);
+  __syncthreads();
+  unsigned int run_bin = 256;
+  T run = T(0);
+  for (int i = c.g; i < V; i += c.S) {
+    unsigned int k;
+    T w;
+    if (!key(i, k, w) || (k & mask) != prefix) continue;
+    const unsigned int b = (k >> shift) & 255u;
+    if (b != run_bin) {
+      if (run_bin < 256) atomicAdd(&hist[s][run_bin], run);
+      run_bin = b;
+      run = T(0);
+    }
+    run += w;
+  }
+  if (run_bin < 256) atomicAdd(&hist[s][run_bin], run);
+  c.cl.sync();
+  T t = T(0);
+  if (tid < 256)
+    for (int q = 0; q < c.C; ++q) t += *c.peer(&hist[s][tid], q);
+  if (tid == 0) c.sh.winner = none, sub = T(0);
+  const T suf = bin_suffix(t, warp_tot);
+  if (tid < 256 && ok(tid, suf)) atomicMax(&c.sh.winner, tid);
+  __syncthreads();
+  const int bin = c.sh.winner;
+  if (bin >= 0 && tid == bin + 1 && tid < 256) sub = suf;
+  __syncthreads();
+  above = sub;  // written again only after the next pass's cluster barrier
+  return bin;
+}
+
+// The k-th largest value of x[0, V) (counting duplicates), by radix select on the float keys.
 __device__ float kth_largest(const float* x, int V, int k, Row& c) {
-  Shared& sh = c.sh;
   unsigned int prefix = 0, mask = 0;
   for (int shift = 24; shift >= 0; shift -= 8) {
-    const int s = c.slot ^= 1;
-    for (int i = threadIdx.x; i < 256; i += kThreads) sh.hist[s][i] = 0;
-    __syncthreads();
-    unsigned int run_bin = 256, run = 0;  // runs of one bin counted in a register first
-    for (int i = c.g; i < V; i += c.S) {
-      const unsigned int key = float_key(x[i]);
-      if ((key & mask) != prefix) continue;
-      const unsigned int b = (key >> shift) & 255u;
-      if (b != run_bin) {
-        if (run) atomicAdd(&sh.hist[s][run_bin], run);
-        run_bin = b;
-        run = 0;
-      }
-      ++run;
-    }
-    if (run) atomicAdd(&sh.hist[s][run_bin], run);
-    c.cl.sync();
-    unsigned int t = 0;
-    if (threadIdx.x < 256)
-      for (int q = 0; q < c.C; ++q) t += *c.peer(&sh.hist[s][threadIdx.x], q);
-    if (threadIdx.x == 0) sh.winner = 0, sh.sub_u = 0;
-    // The bin: the largest d >= 1 whose suffix count reaches k (else 0), as a walk down from 255
+    // The largest bin d >= 1 whose suffix count reaches k (else 0), as a walk down from bin 255
     // would stop; k loses the count of the bins above it.
-    const unsigned int suf = bin_suffix(t, sh.scan_u);
-    const int d = threadIdx.x;
-    if (d >= 1 && d < 256 && suf >= static_cast<unsigned int>(k)) atomicMax(&sh.winner, d);
-    __syncthreads();
-    const int bin = sh.winner;
-    if (d == bin + 1 && d < 256) sh.sub_u = suf;
-    __syncthreads();
-    k -= static_cast<int>(sh.sub_u);
+    unsigned int above;
+    const int bin = radix_pass(
+        c, c.sh.hist, c.sh.scan_u, c.sh.sub_u, V,
+        [&](int i, unsigned int& key, unsigned int& w) {
+          key = float_key(x[i]);
+          w = 1;
+          return true;
+        },
+        prefix, mask, shift,
+        [&](int d, unsigned int suf) { return d >= 1 && suf >= static_cast<unsigned int>(k); }, 0,
+        above);
+    k -= static_cast<int>(above);
     prefix |= static_cast<unsigned int>(bin) << shift;
     mask |= 255u << shift;
-    __syncthreads();
   }
   return key_float(prefix);
 }
 
 // The largest value v among e[0, V) (non-negative) with sum(e >= v) >= target; 0 when no value
-// reaches it (keep everything). Mass histograms combined over the cluster like kth_largest's.
+// reaches it (keep everything).
 __device__ float top_p_threshold(const float* e, int V, double target, Row& c) {
-  Shared& sh = c.sh;
   unsigned int prefix = 0, mask = 0;
   double above = 0.0;
   for (int shift = 24; shift >= 0; shift -= 8) {
-    const int s = c.slot ^= 1;
-    for (int i = threadIdx.x; i < 256; i += kThreads) sh.hsum[s][i] = 0.0;
-    __syncthreads();
-    // A thread's values mostly share the top byte, and every thread adding to the same few bins
-    // serialises the shared-memory atomics: runs of one bin are summed in a register first.
-    unsigned int run_bin = 256;
-    double run = 0.0;
-    for (int i = c.g; i < V; i += c.S) {
-      const float v = e[i];
-      if (!(v > 0.f)) continue;
-      const unsigned int key = __float_as_uint(v);
-      if ((key & mask) != prefix) continue;
-      const unsigned int b = (key >> shift) & 255u;
-      if (b != run_bin) {
-        if (run_bin < 256) atomicAdd(&sh.hsum[s][run_bin], run);
-        run_bin = b;
-        run = 0.0;
-      }
-      run += static_cast<double>(v);
-    }
-    if (run_bin < 256) atomicAdd(&sh.hsum[s][run_bin], run);
-    c.cl.sync();
-    double t = 0.0;
-    if (threadIdx.x < 256)
-      for (int q = 0; q < c.C; ++q) t += *c.peer(&sh.hsum[s][threadIdx.x], q);
-    if (threadIdx.x == 0) sh.winner = -1, sh.sub_d = 0.0;
-    // The bin: the largest d whose suffix mass brings `above` to the target (none: keep all).
-    const double suf = bin_suffix(t, sh.scan_d);
-    const int d = threadIdx.x;
-    if (d < 256 && above + suf >= target) atomicMax(&sh.winner, d);
-    __syncthreads();
-    const int bin = sh.winner;
+    // The largest bin whose suffix mass brings `above` to the target.
+    double sub;
+    const int bin = radix_pass(
+        c, c.sh.hsum, c.sh.scan_d, c.sh.sub_d, V,
+        [&](int i, unsigned int& key, double& w) {
+          const float v = e[i];
+          key = __float_as_uint(v);
+          w = static_cast<double>(v);
+          return v > 0.f;
+        },
+        prefix, mask, shift, [&](int, double suf) { return above + suf >= target; }, -1, sub);
     if (bin < 0) return 0.f;
-    if (d == bin + 1 && d < 256) sh.sub_d = suf;
-    __syncthreads();
-    above += sh.sub_d;
+    above += sub;
     prefix |= static_cast<unsigned int>(bin) << shift;
     mask |= 255u << shift;
-    __syncthreads();
   }
   return __uint_as_float(prefix);
 }
@@ -551,26 +550,9 @@ void sample_rows(const float* logits, int64_t stride, int R, int V, const Sample
   int C = 1;
   while (C < kMaxCluster && static_cast<int64_t>(C) * 2 * R <= sms && sample_cluster_fits(C * 2))
     C *= 2;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(C, R, 1);
-  cfg.blockDim = kThreads;
-  cfg.stream = st;
-  cudaLaunchAttribute attr[2];
-  int n = 0;
-  attr[n].id = cudaLaunchAttributeClusterDimension;
-  attr[n].val.clusterDim.x = C;
-  attr[n].val.clusterDim.y = 1;
-  attr[n++].val.clusterDim.z = 1;
-  if (pdl_enabled()) {
-    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[n++].val.programmaticStreamSerializationAllowed = 1;
-  }
-  cfg.attrs = attr;
-  cfg.numAttrs = n;
-  const cudaError_t e =
-      cudaLaunchKernelEx(&cfg, sample_kernel, logits, stride, V, rows, penalty_ids, penalty_counts,
-                         suppress_ids, work, ids, lp, top_ids, top_lp, top_n_max);
-  if (e != cudaSuccess) throw_cuda_error(e, "sampling", __FILE__, __LINE__);
+  launch_clusters(C, true, sample_kernel, dim3(C, R, 1), kThreads, 0, st, "sampling", logits,
+                  stride, V, rows, penalty_ids, penalty_counts, suppress_ids, work, ids, lp,
+                  top_ids, top_lp, top_n_max);
 }
 
 }  // namespace tessera::cuda
