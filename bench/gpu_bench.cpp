@@ -37,7 +37,7 @@ double median(std::vector<double> v) {
 }
 
 // Microseconds per ComputeBackend::sample call (host-timed: it returns once the ids are on the
-// host), median of `reps` after two warm-up calls, on random logits of `rows` x V.
+// host), median of `reps` after two warm-up calls, on random logits of 1, 8 and 128 rows x V.
 void sampler_report(ComputeBackend& be, int V, int reps) {
   struct Cfg {
     const char* name;
@@ -52,7 +52,7 @@ void sampler_report(ComputeBackend& be, int V, int reps) {
   std::printf("\nsampler, V = %d (us per call, median of %d):\n", V, reps);
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.f, 3.f);
-  for (int R : {1, 8}) {
+  for (int R : {1, 8, 128}) {  // 128: a decode_b128 step's rows, one block each
     std::vector<float> h(static_cast<size_t>(R) * V);
     for (float& x : h) x = nd(rng);
     DeviceArray lg = be.alloc_array(R, V, DType::f32, "sampler bench logits");
@@ -91,6 +91,8 @@ struct Bench {
   // generate(): host seconds spent outside the sampler (batch building, upload, graph launch).
   // The sampler waits for the step to finish, so this is time the GPU sits idle between steps.
   double host_outside_sample = 0;
+  // generate(): what each row samples with (greedy by default; --sample-default: the CLI's).
+  SampleParams sampling{};
 
   std::vector<int32_t> tokens(int n) {
     std::uniform_int_distribution<int32_t> d(3, model.info().vocab_size - 1);
@@ -115,7 +117,8 @@ struct Bench {
     std::vector<std::unique_ptr<SequenceKv>> seqs;
     for (int s = 0; s < S; ++s) seqs.push_back(std::make_unique<SequenceKv>(pool));
     SampleBatch sb;
-    sb.rows.assign(S, SampleParams{});
+    sb.rows.assign(S, sampling);
+    for (int s = 0; s < S; ++s) sb.rows[s].seed = 100 + s;
     SampleOutput out;
     std::vector<std::vector<int32_t>> step_tokens = prompts;
     be.synchronize();
@@ -135,6 +138,7 @@ struct Bench {
       HostBatch hb = build_batch(pool, entries);
       Tensor lg = model.forward(hb, pool.layers());
       if (i > 0) host_outside_sample += now_s() - h0;
+      for (SampleParams& p : sb.rows) p.step = i;
       be.sample(lg.rows_from(0, S), sb, out);
       if (i == profile_step) {
         cuda::profiler_range(false);
@@ -207,7 +211,10 @@ int main(int argc, char** argv) {
   app.add_option("--profile", profile,
                  "bracket one step for ncu --profile-from-start off: decode_b1 (decode step 100) "
                  "or a forward workload (prefill_4096, ttft_512, classify_256x64)");
-  bool no_ceilings = false, sample_ops = false;
+  bool no_ceilings = false, sample_ops = false, sample_default = false;
+  app.add_flag("--sample-default", sample_default,
+               "decode workloads sample at the CLI's default (temperature 0.8, top-p 0.95, "
+               "min-p 0.05) instead of greedily");
   app.add_flag("--no-ceilings", no_ceilings, "skip the copy / GEMM ceiling measurements");
   app.add_flag("--sample-ops", sample_ops,
                "time the sampler per call (1 and 8 rows of the model's vocabulary; greedy, "
@@ -264,6 +271,12 @@ int main(int argc, char** argv) {
                 now_s() - tl);
     if (sample_ops) sampler_report(*be, in.vocab_size, std::max(reps, 50));
     Bench B{*model, *be};
+    if (sample_default) {
+      B.sampling.temperature = 0.8f;
+      B.sampling.top_p = 0.95f;
+      B.sampling.min_p = 0.05f;
+      std::printf("decode workloads sample at temperature 0.8, top-p 0.95, min-p 0.05\n");
+    }
     if (profile == "decode_b1") B.profile_step = 100;
     std::set<std::string> want;
     for (size_t i = 0, j; i <= only.size(); i = j + 1) {

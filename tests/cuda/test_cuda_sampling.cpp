@@ -45,7 +45,7 @@ Walk cpu_walk(std::vector<float> l, const SampleParams& p) {
 TEST(CudaSampling, MatchesCpuSampler) {
   TS_REQUIRE_CUDA();
   const int per = 8;
-  std::vector<SampleParams> configs(9);
+  std::vector<SampleParams> configs(11);
   configs[1].repetition_penalty = 1.3f;
   configs[1].presence_penalty = 0.5f;
   configs[1].frequency_penalty = 0.25f;
@@ -57,6 +57,10 @@ TEST(CudaSampling, MatchesCpuSampler) {
   configs[6].min_p = 0.02f, configs[6].repetition_penalty = 1.1f;
   configs[7].temperature = 1.0f, configs[7].top_k = 1;
   configs[8].temperature = 1.5f, configs[8].top_p = 0.5f;
+  // Its rows: one spike over a flat tail below 2^-23 of it, so that the top-p threshold lies
+  // below the sampler's exponent bins (its full radix select).
+  configs[9].temperature = 1.0f, configs[9].top_p = 0.995f;
+  configs[10].temperature = 0.8f, configs[10].top_p = 0.95f, configs[10].min_p = 0.05f;
   SampleBatch sb;
   for (size_t c = 0; c < configs.size(); ++c) {
     for (int i = 0; i < per; ++i) {
@@ -88,11 +92,15 @@ TEST(CudaSampling, MatchesCpuSampler) {
   }
   const int R = static_cast<int>(sb.rows.size());
   auto lh = randn(static_cast<size_t>(R) * kVocab, 3.f);
+  for (int r = 9 * per; r < 10 * per; ++r) {
+    for (int i = 0; i < kVocab; ++i) lh[static_cast<size_t>(r) * kVocab + i] *= 0.03f;
+    lh[static_cast<size_t>(r) * kVocab + (r * 7919) % kVocab] = 16.5f;
+  }
   // Row 0: a tie for the maximum at ids 5 and 100 -> greedy picks 5.
   lh[5] = lh[100] = 50.f;
   Pair logits = make_pair(R, kVocab, DType::f32, lh);
   // Rows [r0, r0 + n) as one batch. The GPU sampler gives each row as many blocks as the SMs
-  // allow (up to a cluster of 8): the 72-row batch runs one block per row, each 8-row batch
+  // allow (up to a cluster of 16): the 88-row batch runs one block per row, each 8-row batch
   // (one config) clusters of 8.
   auto check = [&](int r0, int n) {
     SampleBatch part = sb;

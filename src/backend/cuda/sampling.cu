@@ -1,14 +1,19 @@
 // GPU sampler: a cluster of up to 16 1024-thread blocks per row (as many as the SMs allow for
 // the batch; their partial results meet in distributed shared memory), no sort of the
 // vocabulary. top-k finds the k-th largest value by a 4-pass radix select on the float bits
-// (8-bit digits, counts); top-p finds its threshold the same way with probability-mass
-// histograms; the pick walks kept ids in ascending order as a cluster-wide prefix sum over
-// contiguous id ranges, then one thread walks its range. Probabilities are exp(v - max) stored as
-// floats, sums in double, as cpu/sampling.cpp computes them, so picks agree except at near-ties.
+// (8-bit digits, counts); top-p finds the exponent of its threshold from per-thread mass bins
+// filled while the probabilities are computed, then the mantissa by 3 radix passes over the ids
+// of that exponent (probability-mass histograms); the pick walks kept ids in ascending order as a
+// cluster-wide prefix sum over contiguous id ranges (a thread's, or with one block per row a
+// warp's), then the range that holds the target is walked. Passes over the row: the maximum, the
+// probabilities (the one write), top-p's 3, the pick. Probabilities
+// are exp(v - max) stored as floats, sums in double, as cpu/sampling.cpp computes them, so picks
+// agree except at near-ties.
 #include <cooperative_groups.h>
 
 #include <cfloat>
 #include <climits>
+#include <type_traits>
 
 #include "backend/cuda/cuda_common.h"
 #include "backend/cuda/sampling.h"
@@ -23,6 +28,17 @@ namespace cg = cooperative_groups;
 constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
 constexpr int kMaxCluster = 16;  // a non-portable cluster size (Hopper allows 16)
+// top-p's first step: each thread's probability mass per float exponent, e in [2^-b, 2^(1-b))
+// for b = 1..23 (b = 0: e = 1, the maximum), in its own column of shared memory (no atomics: a
+// shared histogram of the exponents had every thread adding to the same few bins, serialised
+// compare-and-swap loops that made top-p cost ~1.5 ms at 128 rows, bench/NOTES-cuda.md run 20).
+// A threshold below 2^-23 (a very flat distribution) takes the full 4-pass radix select.
+constexpr int kExpBins = 24;
+constexpr size_t kBinBytes = sizeof(double) * kExpBins * kThreads;
+// The pick gives each thread a contiguous range of ids up to this long (one row over a cluster
+// of >= 4 blocks at V = 262,144); longer ranges go to warps reading slabs of 128 ids (a thread's
+// own range of 256 ids made each load of a warp touch 32 lines).
+constexpr int kThreadChunk = 64;
 
 struct Shared {
   unsigned int hist[2][256];
@@ -37,6 +53,8 @@ struct Shared {
   float cf[2];  // per-block partials of a cluster reduction (two slots, alternating)
   double cd[2];
   int ci[2];
+  double bmass[kExpBins];  // this block's mass per exponent bin (read by the cluster's peers)
+  double bsum[kExpBins];   // the row's, over the cluster
   int winner;
   int cwin;   // rank 0: the lowest global thread that claims the pick
   int cpick;  // rank 0: the picked id
@@ -68,6 +86,29 @@ __device__ __forceinline__ unsigned int float_key(float v) {
 }
 __device__ __forceinline__ float key_float(unsigned int k) {
   return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+}
+
+// Calls f(i, x[i]) for this thread's ids of [0, V): by 16-byte loads of 4 ids (thread g: ids
+// 4 (g + k S) .. + 3, several loads in flight) when x is 16-byte aligned, then the tail; one id at
+// a time otherwise. With one block per row, a pass of 4-byte loads kept ~4 KB in flight per SM:
+// latency-bound, ~0.1 ms per pass over a 1 MB row (bench/NOTES-cuda.md run 20).
+template <class F>
+__device__ __forceinline__ void for_ids(const float* x, int V, const Row& c, F&& f) {
+  int i = c.g;
+  if ((reinterpret_cast<uintptr_t>(x) & 15) == 0) {
+    const int V4 = V >> 2;
+    const float4* x4 = reinterpret_cast<const float4*>(x);
+#pragma unroll 4
+    for (int q = c.g; q < V4; q += c.S) {
+      const float4 v = x4[q];
+      f(4 * q, v.x);
+      f(4 * q + 1, v.y);
+      f(4 * q + 2, v.z);
+      f(4 * q + 3, v.w);
+    }
+    i = 4 * V4 + c.g;
+  }
+  for (; i < V; i += c.S) f(i, x[i]);
 }
 
 __device__ float block_max_f(float v, Shared& sh) {
@@ -182,35 +223,51 @@ __device__ T bin_suffix(T x, T* warp_tot) {
   return x;
 }
 
-// One pass of a radix select over the row: for this thread's ids whose key matches `prefix` under
-// `mask` (key(i, k, w) false: skip), w into bin (k >> shift) & 255 of this pass's histogram; the
-// bins totalled over the cluster; the largest bin d whose suffix total passes ok(d, suffix)
-// (`none` when no bin does), returned, with the total of the bins above it in `above`. Runs of
-// one bin are summed in a register before the shared-memory atomic: a thread's keys mostly share
-// their top byte, and every thread adding to the same few bins serialises the atomics (a double
-// add there is a compare-and-swap loop). Every thread calls it.
+// One pass of a radix select over the row x: for this thread's ids whose key matches `prefix`
+// under `mask` (key(x[i], k, w) false: skip), w into bin (k >> shift) & 255 of this pass's
+// histogram; the bins totalled over the cluster; the largest bin d whose suffix total passes ok(d,
+// suffix)
+// (`none` when no bin does), returned, with the total of the bins above it in `above`. Every
+// thread adding to the same few bins serialises the shared-memory atomics (the float keys' top
+// byte puts nearly every id in a few bins): counts add once per bin per warp; masses (a double
+// add is a compare-and-swap loop) sum runs of one bin in a register first. Every thread calls it.
 template <class T, class Key, class Ok>
-__device__ int radix_pass(Row& c, T (&hist)[2][256], T* warp_tot, T& sub, const int V, Key key,
-                          unsigned int prefix, unsigned int mask, int shift, Ok ok, int none,
-                          T& above) {
+__device__ int radix_pass(Row& c, T (&hist)[2][256], T* warp_tot, T& sub, const float* x,
+                          const int V, Key key, unsigned int prefix, unsigned int mask, int shift,
+                          Ok ok, int none, T& above) {
   const int s = c.slot ^= 1, tid = threadIdx.x;
   for (int i = tid; i < 256; i += kThreads) hist[s][i] = T(0);
   __syncthreads();
-  unsigned int run_bin = 256;
-  T run = T(0);
-  for (int i = c.g; i < V; i += c.S) {
-    unsigned int k;
-    T w;
-    if (!key(i, k, w) || (k & mask) != prefix) continue;
-    const unsigned int b = (k >> shift) & 255u;
-    if (b != run_bin) {
-      if (run_bin < 256) atomicAdd(&hist[s][run_bin], run);
-      run_bin = b;
-      run = T(0);
+  if (std::is_same_v<T, unsigned int> && V / c.S > kThreadChunk) {
+    // Counts (w = 1) with one block per row: the lanes of a warp with the same bin add their
+    // number once (1,108 -> 966 us for top-k at 128 rows; with clusters the runs below are
+    // cheaper). The loop is warp-uniform for __match_any_sync.
+    const int lane = tid & 31;
+    for (int i0 = c.g - lane; i0 < V; i0 += c.S) {
+      const int i = i0 + lane;
+      unsigned int k, b = 256;
+      T w;
+      if (i < V && key(x[i], k, w) && (k & mask) == prefix) b = (k >> shift) & 255u;
+      const unsigned int peers = __match_any_sync(0xffffffffu, b);
+      if (b < 256 && lane == __ffs(peers) - 1) atomicAdd(&hist[s][b], T(__popc(peers)));
     }
-    run += w;
+  } else {
+    unsigned int run_bin = 256;
+    T run = T(0);
+    for_ids(x, V, c, [&](int, float v) {
+      unsigned int k;
+      T w;
+      if (!key(v, k, w) || (k & mask) != prefix) return;
+      const unsigned int b = (k >> shift) & 255u;
+      if (b != run_bin) {
+        if (run_bin < 256) atomicAdd(&hist[s][run_bin], run);
+        run_bin = b;
+        run = T(0);
+      }
+      run += w;
+    });
+    if (run_bin < 256) atomicAdd(&hist[s][run_bin], run);
   }
-  if (run_bin < 256) atomicAdd(&hist[s][run_bin], run);
   c.cl.sync();
   T t = T(0);
   if (tid < 256)
@@ -234,9 +291,9 @@ __device__ float kth_largest(const float* x, int V, int k, Row& c) {
     // would stop; k loses the count of the bins above it.
     unsigned int above;
     const int bin = radix_pass(
-        c, c.sh.hist, c.sh.scan_u, c.sh.sub_u, V,
-        [&](int i, unsigned int& key, unsigned int& w) {
-          key = float_key(x[i]);
+        c, c.sh.hist, c.sh.scan_u, c.sh.sub_u, x, V,
+        [&](float v, unsigned int& key, unsigned int& w) {
+          key = float_key(v);
           w = 1;
           return true;
         },
@@ -251,28 +308,104 @@ __device__ float kth_largest(const float* x, int V, int k, Row& c) {
 }
 
 // The largest value v among e[0, V) (non-negative) with sum(e >= v) >= target; 0 when no value
-// reaches it (keep everything).
-__device__ float top_p_threshold(const float* e, int V, double target, Row& c) {
-  unsigned int prefix = 0, mask = 0;
-  double above = 0.0;
-  for (int shift = 24; shift >= 0; shift -= 8) {
+// reaches it (keep everything). Starts from keys with (key & mask) == prefix whose larger values
+// hold `above` (all keys: 0, 0, 0.0) at digit `shift` (24, else 15 after a known exponent; then
+// 8-bit digits down to 0: the last digit's top bit is already in the prefix). `exact`: the bits
+// above are known to hold the crossing, so a pass that finds no bin by rounding takes digit 0.
+__device__ float top_p_threshold(const float* e, int V, double target, Row& c,
+                                 unsigned int prefix = 0, unsigned int mask = 0, double above = 0.0,
+                                 int shift = 24, bool exact = false) {
+  for (;; shift = shift > 8 ? shift - 8 : 0) {
     // The largest bin whose suffix mass brings `above` to the target.
     double sub;
     const int bin = radix_pass(
-        c, c.sh.hsum, c.sh.scan_d, c.sh.sub_d, V,
-        [&](int i, unsigned int& key, double& w) {
-          const float v = e[i];
+        c, c.sh.hsum, c.sh.scan_d, c.sh.sub_d, e, V,
+        [&](float v, unsigned int& key, double& w) {
           key = __float_as_uint(v);
           w = static_cast<double>(v);
           return v > 0.f;
         },
         prefix, mask, shift, [&](int, double suf) { return above + suf >= target; }, -1, sub);
-    if (bin < 0) return 0.f;
-    above += sub;
-    prefix |= static_cast<unsigned int>(bin) << shift;
+    if (bin < 0 && !exact) return 0.f;
+    if (bin >= 0) {
+      above += sub;
+      prefix |= static_cast<unsigned int>(bin) << shift;
+    }
     mask |= 255u << shift;
+    if (shift == 0) break;
   }
   return __uint_as_float(prefix);
+}
+
+// top-p's threshold from the exponent bins of pass 2 (this thread's column: bins[b * kThreads +
+// tid]): the bins summed over the block in a fixed order, then over the cluster in rank order;
+// the first exponent (from e = 1 down) whose mass brings the running total to `target` holds the
+// threshold, and 3 radix passes over its ids find it. Below 2^-23: the full radix select.
+__device__ float top_p_from_bins(const float* e, int V, double target, const double* bins, Row& c) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  __syncthreads();
+  if (warp < kExpBins) {
+    double t = 0.0;
+    for (int k = lane; k < kThreads; k += 32) t += bins[warp * kThreads + k];
+    for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
+    if (lane == 0) c.sh.bmass[warp] = t;
+  }
+  if (c.C > 1) {
+    c.cl.sync();
+  } else {
+    __syncthreads();
+  }
+  if (tid < kExpBins) {
+    double m = 0.0;
+    for (int q = 0; q < c.C; ++q) m += *c.peer(&c.sh.bmass[tid], q);
+    c.sh.bsum[tid] = m;
+  }
+  __syncthreads();
+  double above = 0.0;
+  int bin = -1;
+  for (int b = 0; b < kExpBins; ++b) {
+    const double m = c.sh.bsum[b];
+    if (above + m >= target) {
+      bin = b;
+      break;
+    }
+    above += m;
+  }
+  if (bin < 0) return top_p_threshold(e, V, target, c);
+  return top_p_threshold(e, V, target, c, static_cast<unsigned int>(127 - bin) << 23, 0xff800000u,
+                         above, 15, true);
+}
+
+// The pick's prefix sums: the mass before this warp's ids (its block's earlier warps, then the
+// cluster's earlier blocks), from `incl`, an inclusive scan over the warp's lanes (lane 31 holds
+// the warp's total); the row's total into `kept`. Every thread calls it.
+__device__ double warp_prefix(double incl, Row& c, double& kept) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  Shared& sh = c.sh;
+  __syncthreads();
+  if (lane == 31) sh.red_d[warp] = incl;
+  __syncthreads();
+  if (tid < 32) {
+    double x = sh.red_d[tid];
+    for (int o = 1; o < 32; o <<= 1) {
+      const double y = __shfl_up_sync(0xffffffffu, x, o);
+      if (tid >= o) x += y;
+    }
+    sh.red_d[tid] = x;  // inclusive totals per warp
+  }
+  __syncthreads();
+  const double warp_before = warp > 0 ? sh.red_d[warp - 1] : 0.0;
+  const int s = c.slot ^= 1;
+  if (tid == 0) sh.cd[s] = sh.red_d[kWarps - 1];
+  c.cl.sync();
+  double blocks_before = 0.0;
+  kept = 0.0;
+  for (int q = 0; q < c.C; ++q) {
+    const double t = *c.peer(&sh.cd[s], q);
+    if (q < c.rank) blocks_before += t;
+    kept += t;
+  }
+  return blocks_before + warp_before;
 }
 
 // grid (C, R), clusters of C along x: row r = blockIdx.y.
@@ -284,6 +417,7 @@ __global__ void __launch_bounds__(kThreads)
                   int32_t* __restrict__ top_ids, float* __restrict__ top_lp, int top_n_max) {
   pdl_enter();
   __shared__ Shared sh;
+  extern __shared__ double bins[];  // [kExpBins][kThreads] (sample_rows' dynamic shared memory)
   Row c(sh);
   const int r = blockIdx.y, tid = threadIdx.x;
   const bool lead = c.rank == 0 && tid == 0;  // writes the row's outputs
@@ -291,7 +425,8 @@ __global__ void __launch_bounds__(kThreads)
   const float* raw = logits + static_cast<int64_t>(r) * stride;
   float* w = P.work_row >= 0 ? work + static_cast<int64_t>(P.work_row) * V : nullptr;
   const float* L = raw;
-  if (w) {
+  // A copy only for the penalties; otherwise the passes below read the raw row.
+  if (w && (P.rep_count > 0 || P.freq_count > 0 || P.suppress_count > 0)) {
     for (int i = c.g; i < V; i += c.S) w[i] = raw[i];
     c.cl.sync();  // the penalties below touch ids copied by other blocks
     if (c.rank == 0) {
@@ -321,94 +456,202 @@ __global__ void __launch_bounds__(kThreads)
     if (chosen < 0) chosen = 0;
   } else {
     // w exists for every row with a temperature. Until the pick, each thread touches its own ids.
-    for (int i = c.g; i < V; i += c.S) w[i] = w[i] / P.temperature;
+    // v = L / T (as the CPU divides); with top-k, v is materialised first for its radix select.
+    const float* X = L;
+    float div = P.temperature, kth = -INFINITY;
     if (P.top_k > 0 && P.top_k < V) {
-      const float kth = kth_largest(w, V, P.top_k, c);
-      for (int i = c.g; i < V; i += c.S)
-        if (w[i] < kth) w[i] = -INFINITY;
+      for (int i = c.g; i < V; i += c.S) w[i] = L[i] / P.temperature;
+      X = w;
+      div = 1.f;  // x / 1 = x: the same v
+      kth = kth_largest(w, V, P.top_k, c);
     }
+    auto value = [&](float x) {
+      const float v = x / div;
+      return v < kth ? -INFINITY : v;
+    };
     float mx = -INFINITY;
-    for (int i = c.g; i < V; i += c.S) mx = fmaxf(mx, w[i]);
+    for_ids(X, V, c, [&](int, float x) { mx = fmaxf(mx, value(x)); });
     mx = row_max_f(mx, c);
+    // e = exp(v - max) into w, their total, and with top-p each thread's mass per exponent.
+    const bool top_p = P.top_p < 1.0f;
+    double* col = bins + threadIdx.x;
+    if (top_p)
+      for (int b = 0; b < kExpBins; ++b) col[b * kThreads] = 0.0;
     double total = 0.0;
-    for (int i = c.g; i < V; i += c.S) {
-      const float v = w[i];
+    for_ids(X, V, c, [&](int i, float x) {
+      const float v = value(x);
       const float e = v == -INFINITY ? 0.f : static_cast<float>(exp(static_cast<double>(v - mx)));
       w[i] = e;
       total += e;
-    }
+      if (top_p && e > 0.f) {
+        const int b = 127 - static_cast<int>(__float_as_uint(e) >> 23);
+        if (b < kExpBins) col[b * kThreads] += e;
+      }
+    });
     total = row_sum_d(total, c);
-    if (P.top_p < 1.0f) {
-      const float th = top_p_threshold(w, V, static_cast<double>(P.top_p) * total, c);
-      for (int i = c.g; i < V; i += c.S)
-        if (w[i] < th) w[i] = 0.f;
-    }
-    if (P.min_p > 0.0f) {
-      float emax = 0.f;
-      for (int i = c.g; i < V; i += c.S) emax = fmaxf(emax, w[i]);
-      emax = row_max_f(emax, c);
-      const double cut = static_cast<double>(P.min_p) * emax;
-      for (int i = c.g; i < V; i += c.S)
-        if (static_cast<double>(w[i]) < cut) w[i] = 0.f;
-    }
+    const float th =
+        top_p ? top_p_from_bins(w, V, static_cast<double>(P.top_p) * total, bins, c) : 0.f;
+    // min-p against the largest kept probability: e = exp(0) = 1 at the maximum, which top-k and
+    // top-p both keep.
+    const double cut = P.min_p > 0.0f && mx > -INFINITY ? static_cast<double>(P.min_p) : 0.0;
+    auto keep = [&](float e) { return e > 0.f && e >= th && static_cast<double>(e) >= cut; };
     if (lead) sh.cwin = INT_MAX;
     c.cl.sync();  // every block's weights are final; the pick reads contiguous ranges
-    // Pick: global thread g owns ids [g * chunk, (g + 1) * chunk).
+    // Pick. Short ranges (C >= 4 at Gemma's vocabulary): global thread g owns ids [g * chunk,
+    // (g + 1) * chunk); a cluster-wide prefix sum finds the thread whose range holds the target,
+    // and it walks its range. Long ranges: per warp, below.
+    float lk;
+    int wg;
     const int chunk = (V + c.S - 1) / c.S;
-    const int i0 = min(V, c.g * chunk), i1 = min(V, i0 + chunk);
-    double local = 0.0;
-    int last_kept = -1;
-    for (int i = i0; i < i1; ++i)
-      if (w[i] > 0.f) local += w[i], last_kept = i;
-    // Inclusive scan of `local` over the block (warp scans, then warp totals), then the blocks'
-    // totals over the cluster.
-    double incl = local;
-    for (int o = 1; o < 32; o <<= 1) {
-      const double y = __shfl_up_sync(0xffffffffu, incl, o);
-      if ((tid & 31) >= o) incl += y;
-    }
-    __syncthreads();
-    if ((tid & 31) == 31) sh.red_d[tid >> 5] = incl;
-    __syncthreads();
-    if (tid < 32) {
-      double x = sh.red_d[tid];
+    if (chunk <= kThreadChunk) {
+      const int i0 = min(V, c.g * chunk), i1 = min(V, i0 + chunk);
+      double local = 0.0;
+      int last_kept = -1;
+      for (int i = i0; i < i1; ++i)
+        if (keep(w[i])) local += w[i], last_kept = i;
+      // Inclusive scan of `local` over the block (warp scans, then warp totals), then the
+      // blocks' totals over the cluster.
+      double incl = local;
       for (int o = 1; o < 32; o <<= 1) {
-        const double y = __shfl_up_sync(0xffffffffu, x, o);
-        if (tid >= o) x += y;
+        const double y = __shfl_up_sync(0xffffffffu, incl, o);
+        if ((tid & 31) >= o) incl += y;
       }
-      sh.red_d[tid] = x;  // inclusive totals per warp
-    }
-    __syncthreads();
-    const double warp_before = (tid >> 5) > 0 ? sh.red_d[(tid >> 5) - 1] : 0.0;
-    const int s = c.slot ^= 1;
-    if (tid == 0) sh.cd[s] = sh.red_d[kWarps - 1];
-    c.cl.sync();
-    double blocks_before = 0.0, kept = 0.0;
-    for (int q = 0; q < c.C; ++q) {
-      const double t = *c.peer(&sh.cd[s], q);
-      if (q < c.rank) blocks_before += t;
-      kept += t;
-    }
-    const double prefix = blocks_before + warp_before + incl - local;
-    const double target = sample_uniform(P.seed, P.step) * kept;
-    if (local > 0.0 && prefix <= target && target < prefix + local)
-      atomicMin(c.peer(&sh.cwin, 0), c.g);
-    // The last kept id overall, for a target that rounding puts past the end (the reduction's
-    // barriers also publish the claims).
-    const float lk = row_max_f(static_cast<float>(last_kept), c);
-    const int wg = *c.peer(&sh.cwin, 0);
-    if (c.g == wg) {
-      double cum = prefix;
-      int pick = last_kept;
-      for (int i = i0; i < i1; ++i) {
-        if (!(w[i] > 0.f)) continue;
-        cum += w[i];
-        if (cum > target) {
-          pick = i;
-          break;
+      double kept;
+      const double before = warp_prefix(incl, c, kept) + incl - local;
+      const double target = sample_uniform(P.seed, P.step) * kept;
+      if (local > 0.0 && before <= target && target < before + local)
+        atomicMin(c.peer(&sh.cwin, 0), c.g);
+      // The last kept id overall, for a target that rounding puts past the end (the
+      // reduction's barriers also publish the claims).
+      lk = row_max_f(static_cast<float>(last_kept), c);
+      wg = *c.peer(&sh.cwin, 0);
+      if (c.g == wg) {
+        double cum = before;
+        int pick = last_kept;
+        for (int i = i0; i < i1; ++i) {
+          if (!keep(w[i])) continue;
+          cum += w[i];
+          if (cum > target) {
+            pick = i;
+            break;
+          }
         }
+        *c.peer(&sh.cpick, 0) = pick;
       }
-      *c.peer(&sh.cpick, 0) = pick;
+    } else {
+      // Global warp gw owns ids [gw * span, (gw + 1) * span), read in slabs of 128 ids (lane l:
+      // ids base + 128 j + 4 l .. + 3, one 16-byte load, so each load of the warp is whole
+      // lines; a thread walking a contiguous range of its own made every load of a warp touch 32
+      // lines) and summed in 32 groups of gs slabs, group t's kept mass held by lane t.
+      const int lane = tid & 31, warp = tid >> 5, gw = c.rank * kWarps + warp;
+      const int nw = c.C * kWarps;
+      const int span = ((V + nw - 1) / nw + 127) / 128 * 128;
+      const int slabs = span / 128, gs = (slabs + 31) / 32;
+      const int base = gw * span;
+      const bool vec = (reinterpret_cast<uintptr_t>(w) & 15) == 0;
+      // This lane's 4 ids of slab j (zero past the end), dropped ones zeroed.
+      auto slab = [&](int j) {
+        const int i = base + 128 * j + 4 * lane;
+        float4 e = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (vec && i + 3 < V) {
+          e = *reinterpret_cast<const float4*>(w + i);
+        } else {
+          if (i < V) e.x = w[i];
+          if (i + 1 < V) e.y = w[i + 1];
+          if (i + 2 < V) e.z = w[i + 2];
+          if (i + 3 < V) e.w = w[i + 3];
+        }
+        return make_float4(keep(e.x) ? e.x : 0.f, keep(e.y) ? e.y : 0.f, keep(e.z) ? e.z : 0.f,
+                           keep(e.w) ? e.w : 0.f);
+      };
+      double group = 0.0;
+      int last_kept = -1;
+      for (int t = 0; t < 32; ++t) {
+        double acc = 0.0;
+        const int j1 = min(slabs, (t + 1) * gs);
+#pragma unroll 4
+        for (int j = t * gs; j < j1; ++j) {
+          const float4 e = slab(j);
+          const int i = base + 128 * j + 4 * lane;
+          acc += e.x;
+          acc += e.y;
+          acc += e.z;
+          acc += e.w;
+          if (e.w > 0.f) {
+            last_kept = i + 3;
+          } else if (e.z > 0.f) {
+            last_kept = i + 2;
+          } else if (e.y > 0.f) {
+            last_kept = i + 1;
+          } else if (e.x > 0.f) {
+            last_kept = i;
+          }
+        }
+        for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+        if (lane == t) group = acc;
+      }
+      // Inclusive scan of the groups over the warp (lane order is id order), the warps' totals
+      // over the block, then the blocks' over the cluster.
+      double incl = group;
+      for (int o = 1; o < 32; o <<= 1) {
+        const double y = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += y;
+      }
+      const double warp_tot = __shfl_sync(0xffffffffu, incl, 31);
+      double kept;
+      const double prefix = warp_prefix(incl, c, kept);  // the kept mass before this warp's ids
+      const double target = sample_uniform(P.seed, P.step) * kept;
+      if (lane == 0 && warp_tot > 0.0 && prefix <= target && target < prefix + warp_tot)
+        atomicMin(c.peer(&sh.cwin, 0), gw);
+      // The last kept id overall, for a target that rounding puts past the end (the
+      // reduction's barriers also publish the claims).
+      lk = row_max_f(static_cast<float>(last_kept), c);
+      wg = *c.peer(&sh.cwin, 0);
+      if (gw == wg) {
+        // The group whose end passes the target, then its slabs, then the lane's 4 ids: the
+        // first kept id whose running mass passes the target, where the CPU's walk stops.
+        const unsigned over = __ballot_sync(0xffffffffu, prefix + incl > target);
+        int pick = -1;
+        if (over) {
+          const int t = __ffs(over) - 1;
+          double cum = prefix + __shfl_sync(0xffffffffu, incl - group, t);
+          const int j1 = min(slabs, (t + 1) * gs);
+          for (int j = t * gs; j < j1 && pick < 0; ++j) {
+            const float4 e = slab(j);
+            const double mine = static_cast<double>(e.x) + e.y + e.z + e.w;
+            double sc = mine;
+            for (int o = 1; o < 32; o <<= 1) {
+              const double y = __shfl_up_sync(0xffffffffu, sc, o);
+              if (lane >= o) sc += y;
+            }
+            const unsigned hit = __ballot_sync(0xffffffffu, mine > 0.0 && cum + sc > target);
+            if (hit) {
+              const int h = __ffs(hit) - 1;
+              int p = -1;
+              if (lane == h) {
+                double r = cum + sc - mine;
+                const float v[4] = {e.x, e.y, e.z, e.w};
+                int last = -1;
+#pragma unroll
+                for (int k = 0; k < 4; ++k) {
+                  if (!(v[k] > 0.f)) continue;
+                  last = k;
+                  r += v[k];
+                  if (p < 0 && r > target) p = k;
+                }
+                if (p < 0) p = last;  // rounding within the lane: its last kept id
+              }
+              pick = base + 128 * j + 4 * h + __shfl_sync(0xffffffffu, p, h);
+            }
+            cum += __shfl_sync(0xffffffffu, sc, 31);
+          }
+        }
+        if (pick < 0) {  // rounding: the warp's last kept id
+          pick = last_kept;
+          for (int o = 16; o > 0; o >>= 1) pick = max(pick, __shfl_xor_sync(0xffffffffu, pick, o));
+        }
+        if (lane == 0) *c.peer(&sh.cpick, 0) = pick;
+      }
     }
     c.cl.sync();
     chosen = wg != INT_MAX ? *c.peer(&sh.cpick, 0) : max(0, static_cast<int>(lk));
@@ -520,7 +763,8 @@ bool sample_cluster_fits(int n) {
   if (n <= 1) return true;
   if (n > kMaxCluster) return false;
   if (known[n] == 0)
-    known[n] = cluster_fits(reinterpret_cast<const void*>(sample_kernel), n, kThreads, 0) ? 1 : 2;
+    known[n] =
+        cluster_fits(reinterpret_cast<const void*>(sample_kernel), n, kThreads, kBinBytes) ? 1 : 2;
   return known[n] == 1;
 }
 
@@ -550,8 +794,14 @@ void sample_rows(const float* logits, int64_t stride, int R, int V, const Sample
   int C = 1;
   while (C < kMaxCluster && static_cast<int64_t>(C) * 2 * R <= sms && sample_cluster_fits(C * 2))
     C *= 2;
-  launch_clusters(C, true, sample_kernel, dim3(C, R, 1), kThreads, 0, st, "sampling", logits,
-                  stride, V, rows, penalty_ids, penalty_counts, suppress_ids, work, ids, lp,
+  static const bool sized = [] {
+    TS_CUDA(cudaFuncSetAttribute(sample_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(kBinBytes)));
+    return true;
+  }();
+  (void)sized;
+  launch_clusters(C, true, sample_kernel, dim3(C, R, 1), kThreads, kBinBytes, st, "sampling",
+                  logits, stride, V, rows, penalty_ids, penalty_counts, suppress_ids, work, ids, lp,
                   top_ids, top_lp, top_n_max);
 }
 
