@@ -44,11 +44,13 @@ void sampler_report(ComputeBackend& be, int V, int reps) {
     float temperature, top_p, min_p;
     int top_k;
   };
-  const Cfg cfgs[] = {{"greedy", 0.f, 1.f, 0.f, 0},
-                      {"temperature 0.8", 0.8f, 1.f, 0.f, 0},
-                      {"0.8, top-p 0.95", 0.8f, 0.95f, 0.f, 0},
-                      {"0.8, top-p 0.95, min-p 0.05 (CLI default)", 0.8f, 0.95f, 0.05f, 0},
-                      {"0.8, top-k 40", 0.8f, 1.f, 0.f, 40}};
+  const Cfg cfgs[] = {
+      {"greedy", 0.f, 1.f, 0.f, 0},
+      {"temperature 0.8", 0.8f, 1.f, 0.f, 0},
+      {"0.8, top-p 0.95", 0.8f, 0.95f, 0.f, 0},
+      {"0.8, top-p 0.95, min-p 0.05", 0.8f, 0.95f, 0.05f, 0},
+      {"0.8, top-k 40, top-p 0.95, min-p 0.05 (CLI default)", 0.8f, 0.95f, 0.05f, 40},
+      {"0.8, top-k 40", 0.8f, 1.f, 0.f, 40}};
   std::printf("\nsampler, V = %d (us per call, median of %d):\n", V, reps);
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.f, 3.f);
@@ -76,7 +78,7 @@ void sampler_report(ComputeBackend& be, int V, int reps) {
         be.sample(lg.view, sb, out);
         if (i >= 2) ts.push_back(now_s() - t0);
       }
-      std::printf("  %d row%s  %-44s %8.1f\n", R, R > 1 ? "s" : " ", c.name, 1e6 * median(ts));
+      std::printf("  %3d row%s  %-52s %8.1f\n", R, R > 1 ? "s" : " ", c.name, 1e6 * median(ts));
     }
   }
 }
@@ -212,13 +214,14 @@ int main(int argc, char** argv) {
                  "bracket one step for ncu --profile-from-start off: decode_b1 (decode step 100) "
                  "or a forward workload (prefill_4096, ttft_512, classify_256x64)");
   bool no_ceilings = false, sample_ops = false, sample_default = false;
-  app.add_flag("--sample-default", sample_default,
-               "decode workloads sample at the CLI's default (temperature 0.8, top-p 0.95, "
-               "min-p 0.05) instead of greedily");
+  app.add_flag(
+      "--sample-default", sample_default,
+      "decode workloads sample at the CLI's default (temperature 0.8, top-k 40, top-p 0.95, "
+      "min-p 0.05) instead of greedily");
   app.add_flag("--no-ceilings", no_ceilings, "skip the copy / GEMM ceiling measurements");
   app.add_flag("--sample-ops", sample_ops,
-               "time the sampler per call (1 and 8 rows of the model's vocabulary; greedy, "
-               "temperature, the CLI's default top-p + min-p, top-k)");
+               "time the sampler per call (1, 8 and 128 rows of the model's vocabulary; greedy, "
+               "temperature, top-p, top-p + min-p, the CLI's default, top-k)");
   CLI11_PARSE(app, argc, argv);
   reps = std::max(reps, 1);
   try {
@@ -275,7 +278,10 @@ int main(int argc, char** argv) {
       B.sampling.temperature = 0.8f;
       B.sampling.top_p = 0.95f;
       B.sampling.min_p = 0.05f;
-      std::printf("decode workloads sample at temperature 0.8, top-p 0.95, min-p 0.05\n");
+      B.sampling.top_k = 40;
+      std::printf(
+          "decode workloads sample at the CLI's default: temperature 0.8, top-k 40, "
+          "top-p 0.95, min-p 0.05\n");
     }
     if (profile == "decode_b1") B.profile_step = 100;
     std::set<std::string> want;

@@ -45,7 +45,7 @@ Walk cpu_walk(std::vector<float> l, const SampleParams& p) {
 TEST(CudaSampling, MatchesCpuSampler) {
   TS_REQUIRE_CUDA();
   const int per = 8;
-  std::vector<SampleParams> configs(11);
+  std::vector<SampleParams> configs(12);
   configs[1].repetition_penalty = 1.3f;
   configs[1].presence_penalty = 0.5f;
   configs[1].frequency_penalty = 0.25f;
@@ -60,7 +60,10 @@ TEST(CudaSampling, MatchesCpuSampler) {
   // Its rows: one spike over a flat tail below 2^-23 of it, so that the top-p threshold lies
   // below the sampler's exponent bins (its full radix select).
   configs[9].temperature = 1.0f, configs[9].top_p = 0.995f;
-  configs[10].temperature = 0.8f, configs[10].top_p = 0.95f, configs[10].min_p = 0.05f;
+  // The CLI's default (top-k on the candidate path), and a top-k too large for that path.
+  configs[10].temperature = 0.8f, configs[10].top_k = 40, configs[10].top_p = 0.95f;
+  configs[10].min_p = 0.05f;
+  configs[11].temperature = 1.0f, configs[11].top_k = 1000, configs[11].top_p = 0.9f;
   SampleBatch sb;
   for (size_t c = 0; c < configs.size(); ++c) {
     for (int i = 0; i < per; ++i) {
@@ -100,7 +103,7 @@ TEST(CudaSampling, MatchesCpuSampler) {
   lh[5] = lh[100] = 50.f;
   Pair logits = make_pair(R, kVocab, DType::f32, lh);
   // Rows [r0, r0 + n) as one batch. The GPU sampler gives each row as many blocks as the SMs
-  // allow (up to a cluster of 16): the 88-row batch runs one block per row, each 8-row batch
+  // allow (up to a cluster of 16): the 96-row batch runs one block per row, each 8-row batch
   // (one config) clusters of 8.
   auto check = [&](int r0, int n) {
     SampleBatch part = sb;

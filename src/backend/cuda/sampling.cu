@@ -39,6 +39,12 @@ constexpr size_t kBinBytes = sizeof(double) * kExpBins * kThreads;
 // of >= 4 blocks at V = 262,144); longer ranges go to warps reading slabs of 128 ids (a thread's
 // own range of 256 ids made each load of a warp touch 32 lines).
 constexpr int kThreadChunk = 64;
+// top-k up to this k takes the candidate path (topk_small): the k-th largest of each block's
+// per-thread maxima bounds the row's k-th largest from below, the ids at or above the bound
+// (about k of them) go to rank 0's shared memory, and the rest of the chain runs on them there;
+// more than kMaxCand candidates fall back to the radix select over the row.
+constexpr int kMaxTopKSmall = 256;
+constexpr int kMaxCand = kThreads;
 
 struct Shared {
   unsigned int hist[2][256];
@@ -58,6 +64,7 @@ struct Shared {
   int winner;
   int cwin;   // rank 0: the lowest global thread that claims the pick
   int cpick;  // rank 0: the picked id
+  int ncand;  // rank 0: topk_small's candidates
 };
 
 // The C blocks (a thread-block cluster) that sample one row: global thread g = rank * kThreads +
@@ -376,6 +383,124 @@ __device__ float top_p_from_bins(const float* e, int V, double target, const dou
                          above, 15, true);
 }
 
+// Sorts s[0, kThreads) descending in place (bitonic network, one element per thread); every
+// thread calls it.
+__device__ void block_sort_desc(float* s) {
+  const int t = threadIdx.x;
+  for (int k = 2; k <= kThreads; k <<= 1) {
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      __syncthreads();
+      const int p = t ^ j;
+      if (p > t) {
+        const float a = s[t], b = s[p];
+        const bool desc = (t & k) == 0;
+        if (desc ? a < b : a > b) s[t] = b, s[p] = a;
+      }
+    }
+  }
+  __syncthreads();
+}
+
+// top-k (k <= kMaxTopKSmall) and the rest of the chain on the candidates only. v = L / T.
+// Returns false (nothing decided, the caller runs the full chain) when the candidates overflow;
+// otherwise rank 0 has written the pick to sh.cpick. `buf`: the dynamic shared memory.
+__device__ bool topk_small(const float* L, int V, const SampleRowDev& P, Row& c, float* buf) {
+  const int tid = threadIdx.x;
+  Shared& sh = c.sh;
+  const float T = P.temperature;
+  // The k-th largest of this block's per-thread maxima: the block holds k distinct ids at or
+  // above it, so the row's k-th largest is too. The bound: the largest over the cluster.
+  float tmax = -INFINITY;
+  for_ids(L, V, c, [&](int, float x) { tmax = fmaxf(tmax, x / T); });  // NaN: skipped by fmaxf
+  buf[tid] = tmax;
+  block_sort_desc(buf);
+  if (c.rank == 0 && tid == 0) sh.ncand = 0;
+  const float bound = row_max_f(buf[P.top_k - 1], c);  // its cluster barrier orders ncand = 0
+  float* cv = c.peer(buf, 0);                          // rank 0's: values, then ids
+  int* ci = reinterpret_cast<int*>(c.peer(buf + kMaxCand, 0));
+  int* cn = c.peer(&sh.ncand, 0);
+  for_ids(L, V, c, [&](int i, float x) {
+    const float v = x / T;
+    if (v >= bound) {
+      const int at = atomicAdd(cn, 1);
+      if (at < kMaxCand) cv[at] = v, ci[at] = i;
+    }
+  });
+  c.cl.sync();
+  const int n = *cn;
+  if (n > kMaxCand || n < P.top_k) return false;  // (fewer than k: NaNs in the row)
+  if (c.rank != 0) return true;
+  // Rank 0 alone from here: order the candidates by (value descending, id ascending).
+  float* sv = buf + 2 * kMaxCand;  // sorted values, ids, then the kept ones in id order
+  int* sid = reinterpret_cast<int*>(buf + 3 * kMaxCand);
+  double* se = reinterpret_cast<double*>(buf + 4 * kMaxCand);  // e of the kept, by id order
+  int* kid = reinterpret_cast<int*>(buf + 6 * kMaxCand);
+  const float* v0 = buf;
+  const int* i0 = reinterpret_cast<const int*>(buf + kMaxCand);
+  if (tid < n) {
+    const float v = v0[tid];
+    const int id = i0[tid];
+    int r = 0;
+    for (int j = 0; j < n; ++j) {
+      const float u = v0[j];
+      r += u > v || (u == v && i0[j] < id);
+    }
+    sv[r] = v;
+    sid[r] = id;
+  }
+  __syncthreads();
+  const float kth = sv[P.top_k - 1];  // n >= k: the bound's block has k ids at or above it
+  const float mx = sv[0];
+  // The kept (v >= kth) are a prefix of the order; their ids ascending for the pick.
+  int m = 0;
+  while (m < n && sv[m] >= kth) ++m;  // every thread, from shared memory
+  if (tid < m) {
+    const int id = sid[tid];
+    int r = 0;
+    for (int j = 0; j < m; ++j) r += sid[j] < id;
+    kid[r] = tid;  // position in the value order
+    se[tid] = static_cast<float>(exp(static_cast<double>(sv[tid] - mx)));
+  }
+  __syncthreads();
+  if (tid == 0) {
+    // The total of e = exp(v - max), top-p's threshold over the value order (ties together),
+    // min-p, then the walk in id order: the full chain's arithmetic on the same ids.
+    double total = 0.0;
+    for (int j = 0; j < m; ++j) total += se[j];
+    float th = 0.f;
+    if (P.top_p < 1.0f) {
+      const double target = static_cast<double>(P.top_p) * total;
+      double cum = 0.0;
+      for (int j = 0; j < m;) {
+        int j1 = j;
+        while (j1 < m && se[j1] == se[j]) cum += se[j1++];
+        if (cum >= target) {
+          th = static_cast<float>(se[j]);
+          break;
+        }
+        j = j1;
+      }
+    }
+    const double cut = P.min_p > 0.0f ? static_cast<double>(P.min_p) : 0.0;
+    auto keep = [&](double e) { return e > 0.0 && e >= th && e >= cut; };
+    double kept = 0.0;
+    for (int r = 0; r < m; ++r)
+      if (keep(se[kid[r]])) kept += se[kid[r]];
+    const double target = sample_uniform(P.seed, P.step) * kept;
+    double cum = 0.0;
+    int pick = -1;
+    for (int r = 0; r < m; ++r) {
+      const double e = se[kid[r]];
+      if (!keep(e)) continue;
+      cum += e;
+      pick = sid[kid[r]];
+      if (cum > target) break;
+    }
+    sh.cpick = max(pick, 0);
+  }
+  return true;
+}
+
 // The pick's prefix sums: the mass before this warp's ids (its block's earlier warps, then the
 // cluster's earlier blocks), from `incl`, an inclusive scan over the warp's lanes (lane 31 holds
 // the warp's total); the row's total into `kept`. Every thread calls it.
@@ -454,6 +579,10 @@ __global__ void __launch_bounds__(kThreads)
     float bv;
     chosen = argmax_after(L, V, 0.f, -1, &bv, c);
     if (chosen < 0) chosen = 0;
+  } else if (P.top_k > 0 && P.top_k <= kMaxTopKSmall && P.top_k < V &&
+             topk_small(L, V, P, c, reinterpret_cast<float*>(bins))) {
+    c.cl.sync();
+    chosen = sh.cpick;  // rank 0's (its lead is the only reader)
   } else {
     // w exists for every row with a temperature. Until the pick, each thread touches its own ids.
     // v = L / T (as the CPU divides); with top-k, v is materialised first for its radix select.
