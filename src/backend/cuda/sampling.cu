@@ -1,7 +1,8 @@
 // GPU sampler: a cluster of up to 16 1024-thread blocks per row (as many as the SMs allow for
 // the batch; their partial results meet in distributed shared memory), no sort of the
-// vocabulary. top-k finds the k-th largest value by a 4-pass radix select on the float bits
-// (8-bit digits, counts); top-p finds the exponent of its threshold from per-thread mass bins
+// vocabulary. top-k up to 256 works on about k candidates in one block's shared memory
+// (topk_small); a larger k finds the k-th largest value by a 4-pass radix select on the float
+// bits (8-bit digits, counts). top-p finds the exponent of its threshold from per-thread mass bins
 // filled while the probabilities are computed, then the mantissa by 3 radix passes over the ids
 // of that exponent (probability-mass histograms); the pick walks kept ids in ascending order as a
 // cluster-wide prefix sum over contiguous id ranges (a thread's, or with one block per row a
