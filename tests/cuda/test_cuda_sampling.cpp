@@ -180,6 +180,56 @@ TEST(CudaSampling, SameSeedSameStepSamePick) {
   EXPECT_EQ(a.ids, b.ids);
 }
 
+// Vocabularies that are not a multiple of 4 (rows misaligned for 16-byte loads, tails) and small
+// ones (most threads of a cluster own no id): 3 rows of 1,001 (clusters of 16) and 70 rows of
+// 70,001 (one block per row: the pick by warps, top-k's counts by warp). The chain's paths:
+// top-k on candidates and by radix select, top-p by exponent bins, min-p, greedy.
+TEST(CudaSampling, OddVocabularies) {
+  TS_REQUIRE_CUDA();
+  for (const int V : {1001, 70001}) {
+    const int R = V == 1001 ? 3 : 70;
+    SampleBatch sb;
+    for (int r = 0; r < R; ++r) {
+      SampleParams p;
+      p.seed = 77 + r;
+      p.step = r;
+      switch (r % 4) {
+        case 0:
+          p.temperature = 0.8f, p.top_k = 40, p.top_p = 0.95f, p.min_p = 0.05f;
+          break;
+        case 1:
+          p.temperature = 1.0f, p.top_p = 0.8f;
+          break;
+        case 2:
+          p.temperature = 0.9f, p.top_k = 500, p.min_p = 0.02f;
+          break;
+        default:
+          break;  // greedy
+      }
+      sb.rows.push_back(p);
+    }
+    const auto lh = randn(static_cast<size_t>(R) * V, 3.f);
+    Pair logits = make_pair(R, V, DType::f32, lh);
+    SampleOutput oc, og;
+    cpu().sample(logits.c.view, sb, oc);
+    cuda()->sample(logits.g.view, sb, og);
+    ASSERT_EQ(og.ids.size(), oc.ids.size());
+    for (int r = 0; r < R; ++r) {
+      if (og.ids[r] == oc.ids[r]) continue;
+      const SampleParams& p = sb.rows[r];
+      ASSERT_GT(p.temperature, 0.f) << "greedy row " << r << " of V " << V;
+      // Only a near-tie of the walk may differ (as in MatchesCpuSampler).
+      std::vector<float> l(lh.begin() + static_cast<int64_t>(r) * V,
+                           lh.begin() + static_cast<int64_t>(r + 1) * V);
+      Walk w = cpu_walk(l, p);
+      double cum = 0;
+      for (int i = 0; i <= std::min(og.ids[r], oc.ids[r]); ++i) cum += w.pr[i];
+      EXPECT_LT(std::fabs(cum - w.target), 1e-6)
+          << "V " << V << " row " << r << ": gpu " << og.ids[r] << " cpu " << oc.ids[r];
+    }
+  }
+}
+
 TEST(CudaSampling, RejectsOutOfVocabularyPenaltyIds) {
   TS_REQUIRE_CUDA();
   SampleBatch sb;
