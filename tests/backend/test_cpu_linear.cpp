@@ -172,8 +172,9 @@ TEST(CpuLinear, UploadPacksPanels) {
     // Rows 19..31 and (bf16) the odd k = 7 are zero padding.
     for (int64_t n = 19; n < 32; ++n)
       for (int64_t k = 0; k < cw.k2; ++k) EXPECT_EQ(cw.at(n, k), 0.f);
-    if (dt == DType::bf16)
+    if (dt == DType::bf16) {
       for (int64_t n = 0; n < 19; ++n) EXPECT_EQ(cw.at(n, 7), 0.f);
+    }
   }
 }
 
