@@ -414,7 +414,7 @@ __device__ bool topk_small(const float* L, int V, const SampleRowDev& P, Row& c,
   float tmax = -INFINITY;
   for_ids(L, V, c, [&](int, float x) { tmax = fmaxf(tmax, x / T); });  // NaN: skipped by fmaxf
   buf[tid] = tmax;
-  block_sort_desc(buf);
+  block_sort_desc(buf);  // no peer writes rank 0's buf before row_max_f's cluster barrier
   if (c.rank == 0 && tid == 0) sh.ncand = 0;
   const float bound = row_max_f(buf[P.top_k - 1], c);  // its cluster barrier orders ncand = 0
   float* cv = c.peer(buf, 0);                          // rank 0's: values, then ids
@@ -432,10 +432,10 @@ __device__ bool topk_small(const float* L, int V, const SampleRowDev& P, Row& c,
   if (n > kMaxCand || n < P.top_k) return false;  // (fewer than k: NaNs in the row)
   if (c.rank != 0) return true;
   // Rank 0 alone from here: order the candidates by (value descending, id ascending).
-  float* sv = buf + 2 * kMaxCand;  // sorted values, ids, then the kept ones in id order
+  float* sv = buf + 2 * kMaxCand;  // values and ids in that order
   int* sid = reinterpret_cast<int*>(buf + 3 * kMaxCand);
-  double* se = reinterpret_cast<double*>(buf + 4 * kMaxCand);  // e of the kept, by id order
-  int* kid = reinterpret_cast<int*>(buf + 6 * kMaxCand);
+  double* se = reinterpret_cast<double*>(buf + 4 * kMaxCand);  // e of the kept, same order
+  int* kid = reinterpret_cast<int*>(buf + 6 * kMaxCand);       // the kept's positions by id
   const float* v0 = buf;
   const int* i0 = reinterpret_cast<const int*>(buf + kMaxCand);
   if (tid < n) {
