@@ -178,6 +178,9 @@ class ComputeBackend {
   virtual void copy_to_device(void* dst, const void* src, size_t bytes) = 0;
   virtual void copy_to_host(void* dst, const void* src, size_t bytes) = 0;
   virtual void synchronize() = 0;
+  // Bytes the device could still allocate now (the GPU's free memory), 0 when the backend does not
+  // know (the CPU: its memory is the host's).
+  virtual size_t device_free_bytes() { return 0; }
   DeviceArray alloc_array(int64_t rows, int64_t cols, DType dt, const char* what);
   DeviceArray upload_f32(const std::vector<float>& v, const char* what);
 

@@ -175,6 +175,20 @@ class EngineImpl final : public Engine {
       kv = KvPool::bytes_for(model_->kv_spec(), po);
       const size_t cap = gpu ? (size_t{24} << 30) : (size_t{1} << 30);
       kv = std::min(kv, cap);
+      // On a GPU also what it still has after the weights: nine tenths of it (the rest for the
+      // workspaces, graphs and sampler buffers that come later) less the activations, so that
+      // the defaults start on a 16 GB card or a MIG slice instead of failing to allocate 24 GiB.
+      if (const size_t free = backend_->device_free_bytes()) {
+        const size_t usable = free / 10 * 9;
+        if (usable <= scratch)
+          fail(ErrorKind::out_of_memory,
+               "the GPU has " + format_bytes(free) + " free after loading the weights (" +
+                   format_bytes(tracker.active()) + "), not enough for the activations (" +
+                   format_bytes(scratch) +
+                   ") and a KV cache; lower --batch-tokens / "
+                   "--max-seqs or free GPU memory");
+        kv = std::min(kv, usable - scratch);
+      }
       if (o.memory_limit) {
         const size_t used = tracker.active() + scratch;
         if (used >= o.memory_limit)

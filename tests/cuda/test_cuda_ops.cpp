@@ -382,6 +382,24 @@ TEST(CudaOps, LinearF32WeightsAndStridedInput) {
   EXPECT_LT(pair_err(out), kBf16Tol);
 }
 
+// The engine sizes its default KV cache from device_free_bytes(): it must be the GPU's free
+// memory, moving with tessera's own allocations.
+TEST(CudaOps, DeviceFreeBytesFollowsAllocations) {
+  TS_REQUIRE_CUDA();
+  const size_t before = cuda()->device_free_bytes();
+  ASSERT_GT(before, size_t{1} << 30);
+  size_t during = 0;
+  {
+    auto b = cuda()->alloc(size_t{1} << 30, "a 1 GiB test allocation");
+    during = cuda()->device_free_bytes();
+  }
+  const size_t after = cuda()->device_free_bytes();
+  const double gib = 1024.0 * 1024 * 1024;
+  EXPECT_NEAR(static_cast<double>(before - during) / gib, 1.0, 0.05);
+  EXPECT_NEAR(static_cast<double>(after) / gib, static_cast<double>(before) / gib, 0.05);
+  EXPECT_EQ(cpu().device_free_bytes(), 0u);  // the CPU backend does not claim to know
+}
+
 TEST(CudaOps, MemoryLimitFailsCleanly) {
   TS_REQUIRE_CUDA();
   MemoryTracker& t = memory_tracker(Device::cuda);

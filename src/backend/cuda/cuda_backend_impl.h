@@ -117,6 +117,14 @@ class CudaBackend final : public ComputeBackend {
     flush();
     TS_CUDA(cudaStreamSynchronize(stream_));
   }
+  size_t device_free_bytes() override {
+    size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return free;
+  }
 
   std::unique_ptr<Weight> upload_weight(std::span<const TensorInfo* const> parts, DType dtype,
                                         const std::string& what) override {
