@@ -62,6 +62,7 @@ class TimingBackend final : public ComputeBackend {
   void copy_to_device(void* d, const void* s, size_t n) override { in_->copy_to_device(d, s, n); }
   void copy_to_host(void* d, const void* s, size_t n) override { in_->copy_to_host(d, s, n); }
   void synchronize() override { in_->synchronize(); }
+  size_t device_free_bytes() override { return in_->device_free_bytes(); }
   std::unique_ptr<Weight> upload_weight(std::span<const TensorInfo* const> parts, DType dtype,
                                         const std::string& what) override {
     return in_->upload_weight(parts, dtype, what);
