@@ -185,8 +185,7 @@ class EngineImpl final : public Engine {
                "the GPU has " + format_bytes(free) + " free after loading the weights (" +
                    format_bytes(tracker.active()) + "), not enough for the activations (" +
                    format_bytes(scratch) +
-                   ") and a KV cache; lower --batch-tokens / "
-                   "--max-seqs or free GPU memory");
+                   ") and a KV cache; lower --batch-tokens / --max-seqs or free GPU memory");
         kv = std::min(kv, usable - scratch);
       }
       if (o.memory_limit) {

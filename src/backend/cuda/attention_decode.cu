@@ -460,18 +460,13 @@ void launch_t(const AttnParams& p, int nsplit, float* partials, int* counters, c
                   smem, st, "attention (decode)", p, nsplit, partials, counters, r);
 }
 
-// Whether `nsplit` blocks of this kernel can run as one cluster on this GPU (asked once per
-// size: cluster shapes that do not fit a GPC's shared memory fail to launch).
+// Whether `nsplit` blocks of this kernel can run as one cluster on this GPU (cluster shapes that
+// do not fit a GPC's shared memory fail to launch).
 template <int HD>
 bool decode_cluster_fits(int nsplit) {
-  static int known[kMaxCluster + 1] = {};  // 0 unknown, 1 yes, 2 no
-  if (nsplit < 2 || nsplit > kMaxCluster) return false;
-  if (known[nsplit] == 0) {
-    const bool ok = cluster_fits(reinterpret_cast<const void*>(attn_decode_kernel<HD, true>),
-                                 nsplit, kThreads, DecodeSmem<HD>::kBytesCluster);
-    known[nsplit] = ok ? 1 : 2;
-  }
-  return known[nsplit] == 1;
+  return nsplit >= 2 && nsplit <= kMaxCluster &&
+         cluster_fits(reinterpret_cast<const void*>(attn_decode_kernel<HD, true>), nsplit, kThreads,
+                      DecodeSmem<HD>::kBytesCluster);
 }
 
 template <int HD>

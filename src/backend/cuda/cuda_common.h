@@ -113,7 +113,7 @@ void set_carveout(const void* kernel, bool driver_default = false);
 // Whether a cluster of `n` blocks of `kernel` (`threads` each, `smem` bytes of dynamic shared
 // memory, which this raises the kernel's limit to) can be resident on this GPU: compute
 // capability 9 or later, cudaOccupancyMaxActiveClusters > 0, sizes over 8 allowed as
-// non-portable ones; TESSERA_NO_CLUSTER says no. Callers cache the answer per size.
+// non-portable ones; TESSERA_NO_CLUSTER says no. Asked once per (kernel, n, threads, smem).
 bool cluster_fits(const void* kernel, int n, int threads, size_t smem);
 
 // Launches `kernel` on `st` with programmatic dependent launch when enabled, the grid's blocks in

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <map>
 #include <string>
+#include <tuple>
 #include <unordered_set>
 
 #include "backend/cuda/cuda_common.h"
@@ -37,11 +39,15 @@ void set_carveout(const void* kernel, bool driver_default) {
 }
 
 bool cluster_fits(const void* kernel, int n, int threads, size_t smem) {
+  // Per thread, like set_carveout: a launch decision costs a lookup and no lock.
+  thread_local std::map<std::tuple<const void*, int, int, size_t>, bool> known;
+  const auto key = std::make_tuple(kernel, n, threads, smem);
+  if (auto it = known.find(key); it != known.end()) return it->second;
   int dev = 0, major = 0;
   bool ok = cudaGetDevice(&dev) == cudaSuccess &&
             cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
             major >= 9 && !std::getenv("TESSERA_NO_CLUSTER");
-  if (!ok) return false;
+  if (!ok) return known[key] = false;
   if (smem > 0)
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                          static_cast<int>(smem));
@@ -60,7 +66,7 @@ bool cluster_fits(const void* kernel, int n, int threads, size_t smem) {
   int clusters = 0;
   ok = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) == cudaSuccess && clusters > 0;
   cudaGetLastError();  // a refusal is an answer, not an error
-  return ok;
+  return known[key] = ok;
 }
 
 uint64_t free_epoch() {

@@ -233,9 +233,9 @@ __device__ T bin_suffix(T x, T* warp_tot) {
 
 // One pass of a radix select over the row x: for this thread's ids whose key matches `prefix`
 // under `mask` (key(x[i], k, w) false: skip), w into bin (k >> shift) & 255 of this pass's
-// histogram; the bins totalled over the cluster; the largest bin d whose suffix total passes ok(d,
-// suffix)
-// (`none` when no bin does), returned, with the total of the bins above it in `above`. Every
+// histogram; the bins totalled over the cluster; the largest bin d whose suffix total passes
+// ok(d, suffix) (`none` when no bin does), returned, with the total of the bins above it in
+// `above`. Every
 // thread adding to the same few bins serialises the shared-memory atomics (the float keys' top
 // byte puts nearly every id in a few bins): counts add once per bin per warp; masses (a double
 // add is a compare-and-swap loop) sum runs of one bin in a register first. Every thread calls it.
@@ -358,11 +358,7 @@ __device__ float top_p_from_bins(const float* e, int V, double target, const dou
     for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
     if (lane == 0) c.sh.bmass[warp] = t;
   }
-  if (c.C > 1) {
-    c.cl.sync();
-  } else {
-    __syncthreads();
-  }
+  c.cl.sync();
   if (tid < kExpBins) {
     double m = 0.0;
     for (int q = 0; q < c.C; ++q) m += *c.peer(&c.sh.bmass[tid], q);
@@ -591,6 +587,7 @@ __global__ void __launch_bounds__(kThreads)
     float div = P.temperature, kth = -INFINITY;
     if (P.top_k > 0 && P.top_k < V) {
       for (int i = c.g; i < V; i += c.S) w[i] = L[i] / P.temperature;
+      c.cl.sync();  // the radix passes read ids by 16-byte loads, written by other threads
       X = w;
       div = 1.f;  // x / 1 = x: the same v
       kth = kth_largest(w, V, P.top_k, c);
@@ -887,15 +884,10 @@ __global__ void __launch_bounds__(256)
   }
 }
 
-// Whether clusters of `n` sampling blocks can run on this GPU (asked once per size).
+// Whether clusters of `n` sampling blocks can run on this GPU.
 bool sample_cluster_fits(int n) {
-  static int known[kMaxCluster + 1] = {};  // 0 unknown, 1 yes, 2 no
-  if (n <= 1) return true;
-  if (n > kMaxCluster) return false;
-  if (known[n] == 0)
-    known[n] =
-        cluster_fits(reinterpret_cast<const void*>(sample_kernel), n, kThreads, kBinBytes) ? 1 : 2;
-  return known[n] == 1;
+  return n <= 1 || (n <= kMaxCluster && cluster_fits(reinterpret_cast<const void*>(sample_kernel),
+                                                     n, kThreads, kBinBytes));
 }
 
 }  // namespace
