@@ -246,12 +246,21 @@ TEST(CudaOps, LinearAllPaths) {
     DType out;
     bool bias;
   };
-  const Case cases[] = {{1, 1536, 1152, DType::bf16, false},   {3, 1152, 1024, DType::bf16, false},
-                        {8, 13824, 1152, DType::bf16, false},  {5, 1152, 6912, DType::bf16, true},
-                        {9, 2048, 1152, DType::bf16, false},   {64, 2048, 1152, DType::bf16, true},
-                        {300, 1536, 1152, DType::bf16, false}, {7, 100, 72, DType::bf16, false},
-                        {3, 50, 30, DType::bf16, false},       {2, 32768, 1152, DType::f32, false},
-                        {128, 4096, 1152, DType::f32, false}};
+  const Case cases[] = {{1, 1536, 1152, DType::bf16, false},
+                        {3, 1152, 1024, DType::bf16, false},
+                        {8, 13824, 1152, DType::bf16, false},
+                        {5, 1152, 6912, DType::bf16, true},
+                        {9, 2048, 1152, DType::bf16, false},
+                        {64, 2048, 1152, DType::bf16, true},
+                        {300, 1536, 1152, DType::bf16, false},
+                        {7, 100, 72, DType::bf16, false},
+                        {3, 50, 30, DType::bf16, false},
+                        {2, 32768, 1152, DType::f32, false},
+                        {128, 4096, 1152, DType::f32, false},
+                        // M = 1 with K slices that do not divide 8 warps (stream_wpr_balanced: 3
+                        // on 132 SMs), and uneven slices (862 = 287 + 287 + 288 columns of 8)
+                        {1, 1152, 6912, DType::bf16, true},
+                        {1, 1152, 6896, DType::f32, false}};
   for (const Case& c : cases) {
     WeightPair w = make_weight(c.N, c.K, DType::bf16);
     Pair x = random_pair(c.M, c.K, DType::bf16);
