@@ -257,8 +257,8 @@ TEST(CudaOps, LinearAllPaths) {
                         {3, 50, 30, DType::bf16, false},
                         {2, 32768, 1152, DType::f32, false},
                         {128, 4096, 1152, DType::f32, false},
-                        // M = 1 with K slices that do not divide 8 warps (stream_wpr_balanced: 3
-                        // on 132 SMs), and uneven slices (862 = 287 + 287 + 288 columns of 8)
+                        // M = 1 at the down projection's shape (the streaming kernel's K split
+                        // in 4 slices), and uneven slices (862 = 215 + 216 + 215 + 216 columns)
                         {1, 1152, 6912, DType::bf16, true},
                         {1, 1152, 6896, DType::f32, false}};
   for (const Case& c : cases) {

@@ -186,19 +186,13 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(Ge
   const int rb0 = static_cast<int>(static_cast<int64_t>(a.N) * blockIdx.x / gridDim.x);
   const int rb1 = static_cast<int>(static_cast<int64_t>(a.N) * (blockIdx.x + 1) / gridDim.x);
   const int items = (rb1 - rb0) * wpr;
-  // Item it is slice it % wpr of row rb0 + it / wpr: K8 columns [lo, hi). With wpr dividing 8
-  // a warp's slice never changes; other counts (stream_wpr_balanced) move it from item to item.
-  auto slice = [&](int it, int& lo, int& hi) {
-    const int sl = it - it / wpr * wpr;
-    lo = static_cast<int>(static_cast<int64_t>(K8) * sl / wpr);
-    hi = static_cast<int>(static_cast<int64_t>(K8) * (sl + 1) / wpr);
-  };
+  const int sl = warp % wpr;
+  const int lo = static_cast<int>(static_cast<int64_t>(K8) * sl / wpr);
+  const int hi = static_cast<int>(static_cast<int64_t>(K8) * (sl + 1) / wpr);
   const uint4* W4 = reinterpret_cast<const uint4*>(a.W);
   uint4 cur[R][KU], nxt[R][KU];
   auto load = [&](uint4(&buf)[R][KU], int it) {
     const int64_t row = rb0 + it / wpr;
-    int lo, hi;
-    slice(it, lo, hi);
 #pragma unroll
     for (int h = 0; h < R; ++h) {
       const uint4* wr = W4 + (row + h * a.up) * K8;
@@ -239,8 +233,6 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(Ge
   }
   auto store = [&](int m, int row, float g, float u) { gemv_store<TO, GATED>(a, m, row, g, u); };
   auto reduce_item = [&](const uint4(&cur)[R][KU], int it) {
-    int lo, hi;
-    slice(it, lo, hi);
     float acc[R][M], acc2[R][M];
 #pragma unroll
     for (int h = 0; h < R; ++h)
@@ -316,16 +308,6 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(Ge
   if constexpr (NORM) gemv_norm_writeback<M>(a.f, K8 * 8, stream_smem, ticket, &is_last);
 }
 
-// Loads per lane per item of the plain M = 1 streaming GEMV when its slices need more than kU
-// (stream_wpr_balanced below).
-constexpr int kUWide = 9;
-
-bool stream_balance_enabled() {
-  static const bool on = !(std::getenv("TESSERA_GEMV_BALANCE") &&
-                           std::string(std::getenv("TESSERA_GEMV_BALANCE")) == "0");
-  return on;
-}
-
 bool stream_xf_enabled() {
   static const bool on =
       !(std::getenv("TESSERA_GEMV_XF") && std::string(std::getenv("TESSERA_GEMV_XF")) == "0");
@@ -343,29 +325,6 @@ int stream_wpr(int64_t rows, int64_t K, int sms, int ku) {
   while (wpr < 8 && rows * wpr * 2 <= G * 8 && K8 / (wpr * 2) >= 32) wpr *= 2;
   if (wpr > 1 && ((rows + G - 1) / G) * wpr > kStreamMaxItems) return 0;
   return wpr;
-}
-
-// The plain M = 1 streaming GEMV (no norm, no gate): the slice count that gives the fewest rounds
-// of items per warp, with up to kUWide loads per lane, when that is fewer rounds than
-// stream_wpr's; else stream_wpr's. A block owns ceil(rows / G) rows and its 8 warps take the
-// rows x wpr items in turn, each holding one item of look-ahead: after the PDL wait every round
-// but the first costs a memory round trip, and the blocks with one round more end ~2 us after
-// the rest (run 18's timeline). gemma3-1b's down projection (1,152 x 6,912): stream_wpr's 4
-// slices give the blocks of 5 rows 20 items (3 rounds) and those of 4 rows 16 (2); 3 slices of 9
-// loads per lane give 15 and 12 items, 2 rounds for every block: decode_b1 987-989 -> 1,012-1,013
-// tok/s (bench/NOTES-cuda.md run 21; TESSERA_GEMV_BALANCE=0 restores stream_wpr's choice).
-int stream_wpr_balanced(int64_t rows, int64_t K, int sms) {
-  const int base = stream_wpr(rows, K, sms, kU);
-  if (base == 0 || !stream_balance_enabled()) return base;
-  const int64_t K8 = K / 8, G = static_cast<int64_t>(sms) * kStreamBlocksPerSm;
-  const int64_t rpb = (rows + G - 1) / G;
-  auto rounds = [&](int w) { return (rpb * w + 7) / 8; };
-  int best = base;
-  for (int w = 1; w <= 8; ++w) {
-    if ((K8 + w - 1) / w > 32LL * kUWide || rpb * w > kStreamMaxItems) continue;
-    if (rounds(w) < rounds(best)) best = w;
-  }
-  return best;
 }
 
 template <int M, class TO, bool NORM, bool GATED, int KU, bool XF>
@@ -387,18 +346,6 @@ void launch_stream_t(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_t
   constexpr int KU = GATED ? 5 : kU;
   const size_t xf = static_cast<size_t>(M) * a.K8 * 8 * 4;
   if constexpr (M == 1) {  // at M = 2 it measured slower (gate_up 12.7 -> 14.3 us, run 15)
-    const bool wide = (a.K8 + a.wpr - 1) / a.wpr > 32 * KU;  // stream_wpr_balanced's slices
-    if constexpr (!NORM && !GATED) {
-      if (wide) {
-        TS_ASSERT((a.K8 + a.wpr - 1) / a.wpr <= 32 * kUWide);
-        if (stream_xf_enabled() && smem + xf <= kStreamMaxSmem)
-          launch_stream_k<M, TO, NORM, GATED, kUWide, true>(a, grid, smem + xf, st);
-        else
-          launch_stream_k<M, TO, NORM, GATED, kUWide, false>(a, grid, smem, st);
-        return;
-      }
-    }
-    TS_ASSERT(!wide);
     if (stream_xf_enabled() && smem + xf <= kStreamMaxSmem) {
       launch_stream_k<M, TO, NORM, GATED, KU, true>(a, grid, smem + xf, st);
       return;
@@ -425,8 +372,7 @@ GemvArgs stream_args(Tensor x, const void* w, int64_t N, int64_t K, const float*
   a.N = static_cast<int>(gated ? N / 2 : N);
   a.K8 = static_cast<int>(K / 8);
   a.up = gated ? N / 2 : 0;
-  a.wpr = x.rows == 1 && !f ? stream_wpr_balanced(a.N, K, sms)
-                            : stream_wpr(a.N, K, sms, gated ? 5 : kU);
+  a.wpr = stream_wpr(a.N, K, sms, gated ? 5 : kU);
   a.x = x.ptr<const bf16>();
   a.xs = x.stride;
   a.bias = bias;
