@@ -206,6 +206,7 @@ class EngineImpl final : public Engine {
                format_bytes(in.weight_bytes) + "), the KV pool (" + format_bytes(pool_->bytes()) +
                ") and activations (" + format_bytes(scratch) + ")");
     sched_ = std::make_unique<Scheduler>(*model_, *pool_, so);
+    if (o.warmup && gpu) warm_up();
   }
 
   ~EngineImpl() override { sched_.reset(); }
@@ -405,6 +406,25 @@ class EngineImpl final : public Engine {
   EngineStats stats() const override { return sched_->stats(); }
 
  private:
+  // One greedy request of 8 prompt tokens and 4 new ones, so that the first real request does
+  // not pay for what a GPU does once: loading the kernels' modules, cuBLASLt's plans, the
+  // sampler's buffers and the decode graph of one sequence (eager, captured, replayed). The
+  // prompt fills no KV block (16 positions), so the prefix cache keeps nothing of it, and the
+  // scheduler's counters start at zero afterwards.
+  void warm_up() {
+    GenerateOptions g;
+    g.max_tokens = 4;
+    g.ignore_eos = true;
+    g.sampling.temperature = 0.f;
+    std::vector<int32_t> ids(8);
+    for (size_t i = 0; i < ids.size(); ++i)
+      ids[i] = static_cast<int32_t>((i + 1) % static_cast<size_t>(info().vocab_size));
+    const GenerateResult r = generate(Prompt{ids}, g, {}, CancelToken());
+    if (r.finish_reason == FinishReason::error)
+      fail(ErrorKind::internal, "the warm-up request at load failed: " + r.error);
+    sched_->reset_stats();
+  }
+
   std::string token_text(int32_t id) const {
     std::vector<int32_t> one{id};
     return tokenizer_->decode(one, false);

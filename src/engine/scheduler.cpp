@@ -70,6 +70,15 @@ void Scheduler::submit(RequestSpec spec) {
   cv_.notify_all();
 }
 
+void Scheduler::reset_stats() {
+  std::lock_guard<std::mutex> lk(stats_mu_);
+  stats_.steps = 0;
+  stats_.prompt_tokens = 0;
+  stats_.generated_tokens = 0;
+  stats_.cached_prompt_tokens = 0;
+  stats_.preemptions = 0;
+}
+
 EngineStats Scheduler::stats() const {
   std::lock_guard<std::mutex> lk(stats_mu_);
   EngineStats s = stats_;

@@ -80,6 +80,8 @@ class Scheduler {
 
   void submit(RequestSpec spec);
   EngineStats stats() const;
+  // Zeroes the counters (steps, tokens, preemptions) for a fresh start after a warm-up.
+  void reset_stats();
   const SchedulerOptions& options() const { return opts_; }
 
  private:

@@ -1,7 +1,8 @@
 // Whole-model checks on the CUDA backend with the gemma3-tiny preset (real Gemma 3 vocabulary,
 // sliding window 64): logits against the CPU backend, a sequence alone against the same sequence
 // inside a ragged batch of others (batch = single), decode replayed from CUDA graphs against
-// eager decode, and a memory limit that fails the load cleanly.
+// eager decode, a memory limit that fails the load cleanly, and the engine's warm-up at load
+// leaving no trace in results or counters.
 #include <unistd.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "engine/direct_runner.h"
 #include "models/model.h"
 #include "models/presets.h"
+#include "tessera/engine.h"
 #include "tessera/error.h"
 #ifdef TESSERA_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
@@ -191,6 +193,43 @@ TEST(CudaModel, LoadOverMemoryLimitFailsCleanly) {
     EXPECT_EQ(e.kind(), ErrorKind::out_of_memory) << e.what();
   }
   EXPECT_EQ(t.active(), before);
+}
+
+// The warm-up request an engine runs at load on a GPU: afterwards the counters are zero, no KV
+// block is held, and a request's tokens and metrics are those of an engine loaded without it.
+TEST(CudaModel, EngineWarmupLeavesNoTrace) {
+  TS_REQUIRE_CUDA();
+  auto run = [](bool warmup, EngineStats& after_load) {
+    EngineOptions o;
+    o.model_dir = tiny_dir();
+    o.device = "cuda";
+    o.context_length = 256;
+    o.max_seqs = 4;
+    o.max_batch_tokens = 256;
+    o.kv_memory = 64u << 20;
+    o.warmup = warmup;
+    auto e = Engine::load(o);
+    after_load = e->stats();
+    GenerateOptions g;
+    g.max_tokens = 12;
+    g.ignore_eos = true;
+    g.sampling.temperature = 0.f;
+    std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18};
+    return e->generate(Prompt{prompt}, g);
+  };
+  EngineStats warm{}, cold{};
+  const GenerateResult a = run(true, warm), b = run(false, cold);
+  EXPECT_EQ(warm.steps, 0);
+  EXPECT_EQ(warm.prompt_tokens, 0);
+  EXPECT_EQ(warm.generated_tokens, 0);
+  EXPECT_EQ(warm.kv_blocks_used, 0);
+  EXPECT_EQ(cold.steps, 0);
+  ASSERT_TRUE(a.error.empty()) << a.error;
+  ASSERT_TRUE(b.error.empty()) << b.error;
+  EXPECT_EQ(a.ids, b.ids);
+  EXPECT_EQ(a.ids.size(), 12u);
+  EXPECT_EQ(a.metrics.prompt_tokens, 18);
+  EXPECT_EQ(a.metrics.cached_prompt_tokens, 0);
 }
 
 }  // namespace

@@ -21,6 +21,9 @@ void add_engine_options(CLI::App* cmd, EngineArgs& a) {
                   "tokens per forward step (prefill chunks + decodes)");
   cmd->add_option("--max-seqs", a.max_seqs, "sequences decoded at once");
   cmd->add_flag("--no-prefix-cache", a.no_prefix_cache, "do not share KV blocks between prompts");
+  cmd->add_flag("--no-warmup", a.no_warmup,
+                "on a GPU, skip the short request run at load (the first request then pays for "
+                "loading kernels and capturing the decode graph)");
 }
 
 size_t parse_bytes(const std::string& s, const char* option) {
@@ -58,6 +61,7 @@ std::unique_ptr<Engine> load_engine(const EngineArgs& a) {
   o.memory_limit = parse_bytes(a.memory_limit, "--memory-limit");
   o.kv_memory = parse_bytes(a.kv_memory, "--kv-memory");
   o.prefix_cache = !a.no_prefix_cache;
+  o.warmup = !a.no_warmup;
   o.progress = true;
   return Engine::load(o);
 }

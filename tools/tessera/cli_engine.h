@@ -17,6 +17,7 @@ struct EngineArgs {
   int context = 0, batch_tokens = 0, max_seqs = 0;
   std::string memory_limit, kv_memory;
   bool no_prefix_cache = false;
+  bool no_warmup = false;
 };
 void add_engine_options(CLI::App* cmd, EngineArgs& a);
 std::unique_ptr<Engine> load_engine(const EngineArgs& a);
