@@ -412,11 +412,13 @@ class EngineImpl final : public Engine {
   // prompt fills no KV block (16 positions), so the prefix cache keeps nothing of it, and the
   // scheduler's counters start at zero afterwards.
   void warm_up() {
+    if (context_ < 2) return;
+    const int n = std::min(8, context_ / 2);  // a context of 8 positions or fewer: half of it
     GenerateOptions g;
-    g.max_tokens = 4;
+    g.max_tokens = std::min(4, context_ - n);
     g.ignore_eos = true;
     g.sampling.temperature = 0.f;
-    std::vector<int32_t> ids(8);
+    std::vector<int32_t> ids(static_cast<size_t>(n));
     for (size_t i = 0; i < ids.size(); ++i)
       ids[i] = static_cast<int32_t>((i + 1) % static_cast<size_t>(info().vocab_size));
     const GenerateResult r = generate(Prompt{ids}, g, {}, CancelToken());
