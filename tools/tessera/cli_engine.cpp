@@ -47,7 +47,7 @@ size_t parse_bytes(const std::string& s, const char* option) {
   return static_cast<size_t>(v * mult);
 }
 
-std::unique_ptr<Engine> load_engine(const EngineArgs& a) {
+std::unique_ptr<Engine> load_engine(const EngineArgs& a, bool one_sequence) {
   EngineOptions o;
   o.model_dir = a.model;
   o.device = a.device;
@@ -57,7 +57,7 @@ std::unique_ptr<Engine> load_engine(const EngineArgs& a) {
   if (a.max_seqs < 0) fail_arg("--max-seqs must be positive");
   o.context_length = a.context;
   o.max_batch_tokens = a.batch_tokens;
-  o.max_seqs = a.max_seqs;
+  o.max_seqs = a.max_seqs == 0 && one_sequence ? 1 : a.max_seqs;
   o.memory_limit = parse_bytes(a.memory_limit, "--memory-limit");
   o.kv_memory = parse_bytes(a.kv_memory, "--kv-memory");
   o.prefix_cache = !a.no_prefix_cache;

@@ -20,7 +20,10 @@ struct EngineArgs {
   bool no_warmup = false;
 };
 void add_engine_options(CLI::App* cmd, EngineArgs& a);
-std::unique_ptr<Engine> load_engine(const EngineArgs& a);
+// `one_sequence`: the command runs one sequence at a time (generate, chat), so without
+// --max-seqs the engine is sized for one, not for a server's batch: the KV pool and the sampler's
+// rows for 256 sequences held 24 GiB of a GPU for a single prompt.
+std::unique_ptr<Engine> load_engine(const EngineArgs& a, bool one_sequence = false);
 
 struct SamplerArgs {
   float temperature = 0.8f, top_p = 0.95f, min_p = 0.05f, repeat_penalty = 1.0f;

@@ -57,7 +57,7 @@ void add_chat_command(CLI::App& app) {
       GenerateOptions g = to_generate(a->gen);
       std::vector<ChatMessage> history;
       if (!a->messages.empty()) history = read_messages(a->messages);
-      auto engine = load_engine(a->engine);
+      auto engine = load_engine(a->engine, /*one_sequence=*/true);
       if (!engine->has_chat_template())
         fail_arg(a->engine.model + ": no chat template (tokenizer_config.json)");
       if (!a->messages.empty()) {

@@ -31,7 +31,7 @@ void add_generate_command(CLI::App& app) {
       if (p->count() == 0 && t->count() == 0) fail_arg("give --prompt or --tokens");
       GenerateOptions g = to_generate(a->gen);
       Prompt prompt = t->count() ? Prompt(parse_id_list(a->tokens, "--tokens")) : Prompt(a->prompt);
-      auto engine = load_engine(a->engine);
+      auto engine = load_engine(a->engine, /*one_sequence=*/true);
       TokenCallback stream;
       if (!a->json) {
         stream = [](int32_t, std::string_view piece) {
