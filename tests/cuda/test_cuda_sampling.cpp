@@ -42,6 +42,18 @@ Walk cpu_walk(std::vector<float> l, const SampleParams& p) {
   return w;
 }
 
+// For two different picks a < b of a sampled row (logits row r of width V in lh): how far the
+// walk's target lies from the boundary the two picks disagree on, the CPU's cumulative
+// probability through min(a, b). A near-tie (< 1e-6) is the only difference allowed.
+double tie_gap(const std::vector<float>& lh, int V, int r, const SampleParams& p, int a, int b) {
+  std::vector<float> l(lh.begin() + static_cast<int64_t>(r) * V,
+                       lh.begin() + static_cast<int64_t>(r + 1) * V);
+  Walk w = cpu_walk(l, p);
+  double cum = 0;
+  for (int i = 0; i <= std::min(a, b); ++i) cum += w.pr[i];
+  return std::fabs(cum - w.target);
+}
+
 TEST(CudaSampling, MatchesCpuSampler) {
   TS_REQUIRE_CUDA();
   const int per = 8;
@@ -125,19 +137,14 @@ TEST(CudaSampling, MatchesCpuSampler) {
         continue;
       }
       // Near-tie: the target falls within 1e-6 of the boundary between the two picks.
-      std::vector<float> l(lh.begin() + static_cast<int64_t>(r) * kVocab,
-                           lh.begin() + static_cast<int64_t>(r + 1) * kVocab);
-      Walk w = cpu_walk(l, p);
-      double cum = 0;
-      const int lo = std::min(og.ids[j], oc.ids[j]);
-      for (int i = 0; i <= lo; ++i) cum += w.pr[i];
-      if (std::fabs(cum - w.target) < 1e-6) {
+      const double gap = tie_gap(lh, kVocab, r, p, og.ids[j], oc.ids[j]);
+      if (gap < 1e-6) {
         ++near_ties;
       } else {
         ++mismatches;
         ADD_FAILURE() << "row " << r << " (config " << r / per << ", batch of " << n << "): gpu "
-                      << og.ids[j] << " cpu " << oc.ids[j] << ", cumulative " << cum
-                      << " vs target " << w.target;
+                      << og.ids[j] << " cpu " << oc.ids[j] << ", target " << gap
+                      << " from the boundary";
       }
     }
     EXPECT_EQ(mismatches, 0) << near_ties << " near-ties accepted";
@@ -219,12 +226,7 @@ TEST(CudaSampling, OddVocabularies) {
       const SampleParams& p = sb.rows[r];
       ASSERT_GT(p.temperature, 0.f) << "greedy row " << r << " of V " << V;
       // Only a near-tie of the walk may differ (as in MatchesCpuSampler).
-      std::vector<float> l(lh.begin() + static_cast<int64_t>(r) * V,
-                           lh.begin() + static_cast<int64_t>(r + 1) * V);
-      Walk w = cpu_walk(l, p);
-      double cum = 0;
-      for (int i = 0; i <= std::min(og.ids[r], oc.ids[r]); ++i) cum += w.pr[i];
-      EXPECT_LT(std::fabs(cum - w.target), 1e-6)
+      EXPECT_LT(tie_gap(lh, V, r, p, og.ids[r], oc.ids[r]), 1e-6)
           << "V " << V << " row " << r << ": gpu " << og.ids[r] << " cpu " << oc.ids[r];
     }
   }

@@ -498,6 +498,16 @@ __device__ bool topk_small(const float* L, int V, const SampleRowDev& P, Row& c,
   return true;
 }
 
+// Inclusive prefix sum of x over the warp's lanes, in lane order.
+__device__ __forceinline__ double warp_incl_sum(double x) {
+  const int lane = threadIdx.x & 31;
+  for (int o = 1; o < 32; o <<= 1) {
+    const double y = __shfl_up_sync(0xffffffffu, x, o);
+    if (lane >= o) x += y;
+  }
+  return x;
+}
+
 // The pick's prefix sums: the mass before this warp's ids (its block's earlier warps, then the
 // cluster's earlier blocks), from `incl`, an inclusive scan over the warp's lanes (lane 31 holds
 // the warp's total); the row's total into `kept`. Every thread calls it.
@@ -507,14 +517,7 @@ __device__ double warp_prefix(double incl, Row& c, double& kept) {
   __syncthreads();
   if (lane == 31) sh.red_d[warp] = incl;
   __syncthreads();
-  if (tid < 32) {
-    double x = sh.red_d[tid];
-    for (int o = 1; o < 32; o <<= 1) {
-      const double y = __shfl_up_sync(0xffffffffu, x, o);
-      if (tid >= o) x += y;
-    }
-    sh.red_d[tid] = x;  // inclusive totals per warp
-  }
+  if (tid < 32) sh.red_d[tid] = warp_incl_sum(sh.red_d[tid]);  // inclusive totals per warp
   __syncthreads();
   const double warp_before = warp > 0 ? sh.red_d[warp - 1] : 0.0;
   const int s = c.slot ^= 1;
@@ -638,11 +641,7 @@ __global__ void __launch_bounds__(kThreads)
         if (keep(w[i])) local += w[i], last_kept = i;
       // Inclusive scan of `local` over the block (warp scans, then warp totals), then the
       // blocks' totals over the cluster.
-      double incl = local;
-      for (int o = 1; o < 32; o <<= 1) {
-        const double y = __shfl_up_sync(0xffffffffu, incl, o);
-        if ((tid & 31) >= o) incl += y;
-      }
+      const double incl = warp_incl_sum(local);
       double kept;
       const double before = warp_prefix(incl, c, kept) + incl - local;
       const double target = sample_uniform(P.seed, P.step) * kept;
@@ -719,11 +718,7 @@ __global__ void __launch_bounds__(kThreads)
       }
       // Inclusive scan of the groups over the warp (lane order is id order), the warps' totals
       // over the block, then the blocks' over the cluster.
-      double incl = group;
-      for (int o = 1; o < 32; o <<= 1) {
-        const double y = __shfl_up_sync(0xffffffffu, incl, o);
-        if (lane >= o) incl += y;
-      }
+      const double incl = warp_incl_sum(group);
       const double warp_tot = __shfl_sync(0xffffffffu, incl, 31);
       double kept;
       const double prefix = warp_prefix(incl, c, kept);  // the kept mass before this warp's ids
@@ -746,11 +741,7 @@ __global__ void __launch_bounds__(kThreads)
           for (int j = t * gs; j < j1 && pick < 0; ++j) {
             const float4 e = slab(j);
             const double mine = static_cast<double>(e.x) + e.y + e.z + e.w;
-            double sc = mine;
-            for (int o = 1; o < 32; o <<= 1) {
-              const double y = __shfl_up_sync(0xffffffffu, sc, o);
-              if (lane >= o) sc += y;
-            }
+            const double sc = warp_incl_sum(mine);
             const unsigned hit = __ballot_sync(0xffffffffu, mine > 0.0 && cum + sc > target);
             if (hit) {
               const int h = __ffs(hit) - 1;
