@@ -90,9 +90,12 @@ struct Bench {
   size_t kv_in_use = 0;          // bytes of KV blocks held at the end of the last generate()
   int profile_step = -1;         // generate(): bracket this step for ncu (--profile-from-start off)
   bool profile_forward = false;  // forward_once(): bracket the forward
-  // generate(): host seconds spent outside the sampler (batch building, upload, graph launch).
-  // The sampler waits for the step to finish, so this is time the GPU sits idle between steps.
+  // generate(): host seconds spent outside the sampler's wait (batch building, upload, graph
+  // launch). Serial, the GPU sits idle for it between steps; pipelined, it overlaps the step.
   double host_outside_sample = 0;
+  // generate(): issue step i + 1 (its tokens taken from step i's sample on the device) before
+  // waiting for step i's ids, as the scheduler does; false (--serial): wait, then build the next.
+  bool pipelined = true;
   // generate(): what each row samples with (greedy by default; --sample-default: the CLI's).
   SampleParams sampling{};
 
@@ -113,7 +116,8 @@ struct Bench {
   }
 
   // Greedy generation of `n_new` tokens for each prompt: one prefill forward over all prompts,
-  // then one decode forward per token. Returns seconds.
+  // then one decode forward per token. Returns seconds. Pipelined, step i's ids reach the host
+  // while step i + 1 runs (Scheduler: the same order of upload, sample_async and sample_wait).
   double generate(KvPool& pool, const std::vector<std::vector<int32_t>>& prompts, int n_new) {
     const int S = static_cast<int>(prompts.size());
     std::vector<std::unique_ptr<SequenceKv>> seqs;
@@ -130,24 +134,33 @@ struct Bench {
       const double h0 = now_s();
       std::vector<BatchEntry> entries(S);
       for (int s = 0; s < S; ++s) {
-        if (!seqs[s]->reserve(static_cast<int>(step_tokens[s].size())))
+        const bool on_device = pipelined && i > 0;
+        if (!seqs[s]->reserve(on_device ? 1 : static_cast<int>(step_tokens[s].size())))
           throw tessera::Error(tessera::ErrorKind::out_of_memory, "bench: KV pool too small");
         entries[s].kv = seqs[s].get();
         entries[s].tokens = step_tokens[s];
+        if (on_device) {
+          entries[s].tokens = std::span<const int32_t>(step_tokens[s].data(), 1);
+          entries[s].sampled_row = s;
+        }
         entries[s].logits_last = true;
       }
       if (i == profile_step) cuda::profiler_range(true);
       HostBatch hb = build_batch(pool, entries);
       Tensor lg = model.forward(hb, pool.layers());
       if (i > 0) host_outside_sample += now_s() - h0;
+      if (pipelined && i > 0) be.sample_wait(out);  // step i - 1's ids, while step i runs
       for (SampleParams& p : sb.rows) p.step = i;
-      be.sample(lg.rows_from(0, S), sb, out);
+      be.sample_async(lg.rows_from(0, S), sb);
+      if (!pipelined) be.sample_wait(out);
       if (i == profile_step) {
         cuda::profiler_range(false);
         profile_step = -1;
       }
-      for (int s = 0; s < S; ++s) step_tokens[s].assign(1, out.ids[s]);
+      if (!pipelined || i == 0)
+        for (int s = 0; s < S; ++s) step_tokens[s].assign(1, out.ids.empty() ? 0 : out.ids[s]);
     }
+    if (pipelined) be.sample_wait(out);
     be.synchronize();
     const double t = now_s() - t0;
     kv_in_use = 0;
@@ -200,13 +213,16 @@ int main(int argc, char** argv) {
   CLI::App app{"tessera GPU benchmark (the hf_peer.py workloads)"};
   std::string model_dir, only, json_out;
   int reps = 3;
-  bool no_graphs = false, crossover = false, decode_ops = false;
+  bool no_graphs = false, crossover = false, decode_ops = false, serial = false;
   std::string profile;
   app.add_option("--model", model_dir, "Hugging Face model directory")->required();
   app.add_option("--only", only, "comma-separated workloads");
   app.add_option("--reps", reps, "timed repetitions (median), after one warm-up");
   app.add_option("--json", json_out, "write the results here");
   app.add_flag("--no-graphs", no_graphs, "run decode steps eagerly");
+  app.add_flag("--serial", serial,
+               "decode workloads wait for each step's ids before issuing the next step (not "
+               "pipelined as the scheduler is)");
   app.add_flag("--crossover", crossover, "time GEMV vs cuBLASLt per layer shape and M");
   app.add_flag("--decode-ops", decode_ops,
                "time the decode step's GEMVs and attention per launch inside CUDA graphs");
@@ -274,6 +290,7 @@ int main(int argc, char** argv) {
                 now_s() - tl);
     if (sample_ops) sampler_report(*be, in.vocab_size, std::max(reps, 50));
     Bench B{*model, *be};
+    B.pipelined = !serial;
     if (sample_default) {
       B.sampling.temperature = 0.8f;
       B.sampling.top_p = 0.95f;

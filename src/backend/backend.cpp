@@ -1,6 +1,9 @@
 #include "backend/backend.h"
 
 #include <cstring>
+#include <string>
+
+#include "tessera/error.h"
 
 namespace tessera {
 
@@ -15,6 +18,30 @@ DeviceArray ComputeBackend::upload_f32(const std::vector<float>& v, const char* 
   DeviceArray a = alloc_array(1, static_cast<int64_t>(v.size()), DType::f32, what);
   copy_to_device(a.view.data, v.data(), v.size() * sizeof(float));
   return a;
+}
+
+void ComputeBackend::sample_async(Tensor logits, const SampleBatch& batch) {
+  if (async_pending_)
+    throw Error(ErrorKind::invalid_argument,
+                "sample_async: the previous sample was not waited for");
+  sample(logits, batch, async_out_);
+  async_pending_ = true;
+}
+
+void ComputeBackend::sample_wait(SampleOutput& out) {
+  if (!async_pending_)
+    throw Error(ErrorKind::invalid_argument, "sample_wait: no sample is outstanding");
+  async_pending_ = false;
+  out = async_out_;
+}
+
+int32_t ComputeBackend::sampled_id(int row) const {
+  if (row < 0 || static_cast<size_t>(row) >= async_out_.ids.size())
+    throw Error(ErrorKind::invalid_argument, "upload: a token refers to row " +
+                                                 std::to_string(row) +
+                                                 " of the last sample, which had " +
+                                                 std::to_string(async_out_.ids.size()) + " rows");
+  return async_out_.ids[row];
 }
 
 #ifndef TESSERA_HAVE_CUDA

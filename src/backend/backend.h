@@ -119,6 +119,13 @@ struct HostBatch {
   };
   std::vector<Group> groups;
   std::vector<int32_t> logit_rows;
+  // Tokens whose id is still on the device: row `row` of the last ComputeBackend::sample_async
+  // (a decode step's input, issued before the previous step's ids reach the host). tokens[token]
+  // holds a placeholder; upload() puts the sampled id there on the device.
+  struct Sampled {
+    int32_t token = 0, row = 0;
+  };
+  std::vector<Sampled> sampled;
 
   int num_tokens() const { return static_cast<int>(tokens.size()); }
   int num_seqs() const { return static_cast<int>(seq_q_len.size()); }
@@ -249,6 +256,24 @@ class ComputeBackend {
   // Picks one token per logits row (the sampler chain, see SampleParams) and fills `out` in
   // host memory; only ids and the requested logprobs leave the device.
   virtual void sample(Tensor logits, const SampleBatch& batch, SampleOutput& out) = 0;
+
+  // The same sampler, split for a pipelined scheduler (vLLM's async scheduling): sample_async()
+  // issues it and may return before it has run; its ids stay on the device, where the next
+  // upload() takes those a HostBatch lists in `sampled`, so the next forward can be issued before
+  // the host has seen them; sample_wait() then brings the ids and requested logprobs to the host.
+  // At most one sample is outstanding: sample_wait() comes before the next sample_async() or
+  // sample(). The default (backends that compute eagerly) samples at once.
+  virtual void sample_async(Tensor logits, const SampleBatch& batch);
+  virtual void sample_wait(SampleOutput& out);
+
+ protected:
+  // The default sample_async()'s result, kept until sample_wait(); its ids also serve the next
+  // upload()'s HostBatch::sampled (sampled_id()).
+  SampleOutput async_out_;
+  bool async_pending_ = false;
+  // The id of row `row` of the last sample_async(); throws Error(invalid_argument) when there is
+  // no such row.
+  int32_t sampled_id(int row) const;
 };
 
 // The CPU backend (always available) and, when built with CUDA and a GPU is present, the CUDA one.

@@ -26,6 +26,10 @@ HostBatch build_batch(const KvPool& pool, std::span<const BatchEntry> entries) {
     const int n = static_cast<int>(e.tokens.size());
     TS_ASSERT(n > 0 && e.kv->length() >= n);
     const int first = e.kv->length() - n;
+    if (e.sampled_row >= 0) {
+      TS_ASSERT(n == 1);
+      b.sampled.push_back({b.num_tokens(), e.sampled_row});
+    }
     b.seq_q_start.push_back(b.num_tokens());
     b.seq_q_len.push_back(n);
     b.seq_kv_len.push_back(e.kv->length());

@@ -39,8 +39,19 @@ struct Scheduler::Sequence {
   int cached_prompt = 0;
   bool started = false;
   Clock::time_point t_submit, t_admit, t_first, t_end;
+  // The next token is row inflight_row of the outstanding sample (on the device, not yet in
+  // tokens); tag tells a row that still counts from one a preemption has since discarded.
+  bool inflight = false;
+  int inflight_row = -1;
+  uint64_t tag = 0;
 
   int pending() const { return static_cast<int>(tokens.size()) - computed; }
+  // The in-flight token is certainly the last: nothing more to compute for this sequence.
+  bool inflight_is_last(int context_length) const {
+    if (spec.kind == RequestKind::classify) return true;
+    return static_cast<int>(generated.size()) + 1 >= spec.gen.max_tokens ||
+           static_cast<int>(tokens.size()) + 1 >= context_length;
+  }
   const SamplingOptions& sampling() const {
     return spec.kind == RequestKind::classify ? spec.cls.sampling : spec.gen.sampling;
   }
@@ -212,6 +223,8 @@ void Scheduler::preempt(Sequence& s) {
   s.kv->release_all();
   s.computed = 0;
   s.registered = 0;
+  s.inflight = false;  // its outstanding row (if any) no longer counts: it is recomputed
+  ++s.tag;
   auto it =
       std::find_if(running_.begin(), running_.end(), [&](const auto& p) { return p.get() == &s; });
   TS_ASSERT(it != running_.end());
@@ -288,6 +301,7 @@ bool Scheduler::step() {
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     if ((*it)->spec.shared->cancel.cancelled()) {
       finish(**it, FinishReason::cancelled);
+      drop(std::move(*it));
       it = waiting_.erase(it);
     } else {
       ++it;
@@ -296,6 +310,7 @@ bool Scheduler::step() {
   for (auto it = running_.begin(); it != running_.end();) {
     if ((*it)->spec.shared->cancel.cancelled()) {
       finish(**it, FinishReason::cancelled);
+      drop(std::move(*it));
       it = running_.erase(it);
     } else {
       ++it;
@@ -323,10 +338,12 @@ bool Scheduler::step() {
     }
   };
 
-  // 1. Decodes: one pending token each, oldest first.
+  // 1. Decodes: one pending token each (known, or in flight on the device), oldest first.
+  std::vector<int> sampled_rows;
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence& s = *running_[i];
-    if (s.pending() != 1 || in_batch(&s)) {
+    const bool on_device = s.inflight && !s.inflight_is_last(opts_.context_length);
+    if ((s.pending() != 1 && !on_device) || in_batch(&s)) {
       ++i;
       continue;
     }
@@ -336,17 +353,20 @@ bool Scheduler::step() {
     }
     batch.push_back(&s);
     chunks.push_back(1);
+    sampled_rows.push_back(on_device ? s.inflight_row : -1);
     --budget;
     ++i;
   }
+
   // 2. Prompts already started, then 3. new admissions, in chunks.
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Sequence& s = *running_[i];
-    if (in_batch(&s) || s.pending() <= 0) continue;
+    if (in_batch(&s) || s.pending() <= 0 || s.inflight) continue;
     const int n = std::min(s.pending(), budget);
     if (!make_room(s, n)) continue;
     batch.push_back(&s);
     chunks.push_back(n);
+    sampled_rows.push_back(-1);
     budget -= n;
   }
   while (budget > 0 && !waiting_.empty() && static_cast<int>(running_.size()) < opts_.max_seqs) {
@@ -385,34 +405,50 @@ bool Scheduler::step() {
     waiting_.pop_front();
     batch.push_back(running_.back().get());
     chunks.push_back(n);
+    sampled_rows.push_back(-1);
     budget -= n;
   }
-  if (batch.empty()) return false;
+  if (batch.empty()) {
+    if (!sample_pending_) return false;
+    collect();  // nothing to run beside it: just take the last sample's ids
+    std::erase_if(running_, [](const auto& s) { return s->spec.shared->done; });
+    return true;
+  }
 
-  // One forward over every chunk.
+  // One forward over every chunk. Decoding sequences whose token is still on the device take it
+  // from the outstanding sample there (BatchEntry::sampled_row).
+  static const int32_t kPlaceholder = 0;
   std::vector<BatchEntry> entries(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
     Sequence& s = *batch[i];
     entries[i].kv = s.kv.get();
-    entries[i].tokens = std::span<const int32_t>(s.tokens).subspan(s.computed, chunks[i]);
-    entries[i].logits_last = s.computed + chunks[i] == static_cast<int>(s.tokens.size());
+    if (sampled_rows[i] >= 0) {
+      entries[i].tokens = std::span<const int32_t>(&kPlaceholder, 1);
+      entries[i].sampled_row = sampled_rows[i];
+    } else {
+      entries[i].tokens = std::span<const int32_t>(s.tokens).subspan(s.computed, chunks[i]);
+    }
+    entries[i].logits_last = s.computed + chunks[i] >= static_cast<int>(s.tokens.size());
   }
   HostBatch hb = build_batch(pool_, entries);
   std::vector<Sequence*> sampled;
   SampleBatch sb;
   std::vector<int32_t> rep_ids;
+  bool forward_ok = false;
   try {
     Tensor logits = model_.forward(hb, pool_.layers());
+    forward_ok = true;
+    for (size_t i = 0; i < batch.size(); ++i) batch[i]->computed += chunks[i];
+    // The previous step's ids, while this forward runs on the device.
+    collect();
     for (size_t i = 0; i < batch.size(); ++i) {
       Sequence& s = *batch[i];
-      s.computed += chunks[i];
-      if (opts_.prefix_cache) {
-        const int bs = pool_.block_size();
-        if (static_cast<int>(s.hashes.size()) < s.computed / bs)
-          s.hashes = block_chain_hashes(s.tokens, bs);
-        register_full_blocks(pool_, *s.kv, s.hashes, s.registered, s.computed / bs);
-        s.registered = std::max(s.registered, s.computed / bs);
+      if (s.spec.shared->done) {
+        // Finished by its in-flight token: its row (if any) is sampled for nothing.
+        if (entries[i].logits_last) sb.rows.emplace_back(), sampled.push_back(nullptr);
+        continue;
       }
+      register_blocks(s);
       if (!entries[i].logits_last) continue;
       sampled.push_back(&s);
       const SamplingOptions& so = s.sampling();
@@ -449,41 +485,98 @@ bool Scheduler::step() {
           s.spec.kind == RequestKind::classify ? s.spec.cls.top_logprobs : so.top_logprobs;
       sb.rows.push_back(p);
     }
-    SampleOutput out;
     if (!sampled.empty()) {
       Tensor rows = logits.rows_from(0, static_cast<int64_t>(sampled.size()));
-      model_.backend().sample(rows, sb, out);
+      model_.backend().sample_async(rows, sb);
+      sample_pending_ = true;
       for (size_t r = 0; r < sampled.size(); ++r) {
-        Sequence& s = *sampled[r];
-        if (s.spec.kind == RequestKind::classify && s.spec.cls.return_logits) {
-          auto& dst = s.spec.shared->classify.logits;
+        Sequence* s = sampled[r];
+        if (!s) continue;
+        s->inflight = true;
+        s->inflight_row = static_cast<int>(r);
+        outstanding_.push_back({s, static_cast<int>(r), s->tag});
+        // Logits asked for: copied now, before the next forward reuses their buffer.
+        if (s->spec.kind == RequestKind::classify && s->spec.cls.return_logits) {
+          auto& dst = s->spec.shared->classify.logits;
           dst.resize(static_cast<size_t>(logits.cols));
           model_.backend().copy_to_host(
               dst.data(), static_cast<const char*>(logits.data) + r * logits.row_bytes(),
               dst.size() * sizeof(float));
         }
-        on_sampled(s, out.ids[r], out, static_cast<int>(r));
       }
     }
   } catch (const std::exception& e) {
-    // A failed step fails the requests in it, and only them.
+    // A failed step fails the requests in it, and only them; the previous step's sample was
+    // issued before this step and still counts.
+    if (!forward_ok) {
+      try {
+        collect();
+      } catch (...) {
+      }
+    }
     for (Sequence* s : batch)
       if (!s->spec.shared->done)
         finish(*s, FinishReason::error, std::string("step failed: ") + e.what());
   }
-  // Finished sequences leave the batch at once.
-  std::erase_if(running_, [](const auto& s) { return s->spec.shared->done; });
 
+  {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    ++stats_.steps;
+    for (size_t i = 0; i < batch.size(); ++i)
+      if (batch[i]->computed <= batch[i]->prompt_len) stats_.prompt_tokens += chunks[i];
+  }
+  // Finished sequences leave the batch at once.
+  for (auto& s : running_)
+    if (s->spec.shared->done) drop(std::move(s));
+  std::erase_if(running_, [](const auto& s) { return !s; });
   std::lock_guard<std::mutex> lk(stats_mu_);
-  ++stats_.steps;
   stats_.running = static_cast<int>(running_.size());
   stats_.waiting = static_cast<int>(waiting_.size());
   stats_.kv_blocks_used = pool_.used_blocks_all();
-  for (size_t i = 0; i < batch.size(); ++i) {
-    if (batch[i]->computed <= batch[i]->prompt_len) stats_.prompt_tokens += chunks[i];
-  }
-  stats_.generated_tokens += static_cast<int64_t>(sampled.size());
   return true;
+}
+
+void Scheduler::register_blocks(Sequence& s) {
+  if (!opts_.prefix_cache) return;
+  // Only blocks whose tokens are all known (an in-flight token's block waits for its id).
+  const int bs = pool_.block_size();
+  const int full = std::min(s.computed, static_cast<int>(s.tokens.size())) / bs;
+  if (static_cast<int>(s.hashes.size()) < full) s.hashes = block_chain_hashes(s.tokens, bs);
+  register_full_blocks(pool_, *s.kv, s.hashes, s.registered, full);
+  s.registered = std::max(s.registered, full);
+}
+
+void Scheduler::drop(std::unique_ptr<Sequence> s) {
+  if (sample_pending_) retired_.push_back(std::move(s));
+}
+
+void Scheduler::collect() {
+  if (!sample_pending_) return;
+  sample_pending_ = false;
+  std::vector<Outstanding> rows;
+  rows.swap(outstanding_);
+  SampleOutput out;
+  std::string error;
+  try {
+    model_.backend().sample_wait(out);
+  } catch (const std::exception& e) {
+    error = std::string("sampling failed: ") + e.what();
+  }
+  int64_t n = 0;
+  for (const Outstanding& o : rows) {
+    Sequence& s = *o.seq;
+    if (s.spec.shared->done || !s.inflight || s.tag != o.tag) continue;  // finished or preempted
+    s.inflight = false;
+    if (!error.empty()) {
+      finish(s, FinishReason::error, error);
+      continue;
+    }
+    ++n;
+    on_sampled(s, out.ids[o.row], out, o.row);
+  }
+  retired_.clear();
+  std::lock_guard<std::mutex> lk(stats_mu_);
+  stats_.generated_tokens += n;
 }
 
 void Scheduler::loop() {
@@ -491,7 +584,7 @@ void Scheduler::loop() {
     {
       std::unique_lock<std::mutex> lk(mu_);
       if (stop_) break;
-      if (incoming_.empty() && waiting_.empty() && running_.empty()) {
+      if (incoming_.empty() && waiting_.empty() && running_.empty() && !sample_pending_) {
         cv_.wait(lk, [&] { return stop_ || !incoming_.empty(); });
         if (stop_) break;
       }
@@ -511,7 +604,12 @@ void Scheduler::loop() {
     }
   }
   admit_new();
-  for (auto& s : running_) finish(*s, FinishReason::cancelled, "");
+  try {
+    collect();  // leaves the backend with no sample outstanding
+  } catch (...) {
+  }
+  for (auto& s : running_)
+    if (!s->spec.shared->done) finish(*s, FinishReason::cancelled, "");
   for (auto& s : waiting_) finish(*s, FinishReason::cancelled, "");
   running_.clear();
   waiting_.clear();

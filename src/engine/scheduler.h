@@ -3,8 +3,16 @@
 //
 // Each step: every decoding sequence contributes its one pending token, then partly prefilled
 // prompts and newly admitted ones contribute chunks until the step's token budget
-// (max_batch_tokens) is spent; one ragged forward runs them all; one batched sample() picks the
+// (max_batch_tokens) is spent; one ragged forward runs them all; one batched sample picks the
 // next token of every sequence whose pending tokens are all computed.
+//
+// Pipelined (vLLM's async scheduling): a step's sample is issued (sample_async) and left on the
+// device; the next step is planned and its forward issued with those ids as the decoding
+// sequences' inputs (still on the device), and only then does the host wait for the ids and
+// process them (stop checks, streaming, penalties for the next sample) while that forward runs.
+// So the GPU does not idle while the host turns a step around. The price: a sequence whose
+// sampled token ends it (EOS, a stop string, a cancel) has had one more forward row computed for
+// nothing; sequences whose next token is their last by length are not scheduled again.
 //
 // Admission: a request whose prompt plus max_tokens exceeds the context, or whose KV could never
 // fit the pool, fails at once with a clear error; otherwise it waits (first come, first served)
@@ -93,6 +101,12 @@ class Scheduler {
   void preempt(Sequence& s);
   void on_sampled(Sequence& s, int32_t id, const SampleOutput& out, int row);
   void fill_metrics(Sequence& s, Metrics& m);
+  // Waits for the outstanding sample and hands its ids to their sequences.
+  void collect();
+  // Destroys a sequence that left running_ / waiting_, or keeps it until collect() when the
+  // outstanding sample may still name it.
+  void drop(std::unique_ptr<Sequence> s);
+  void register_blocks(Sequence& s);
 
   Model& model_;
   KvPool& pool_;
@@ -107,6 +121,15 @@ class Scheduler {
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // admission order
   int64_t admitted_counter_ = 0;
+  // The sample issued by the last step and not yet waited for: its rows' sequences.
+  struct Outstanding {
+    Sequence* seq;
+    int row;
+    uint64_t tag;
+  };
+  bool sample_pending_ = false;
+  std::vector<Outstanding> outstanding_;
+  std::vector<std::unique_ptr<Sequence>> retired_;  // dropped while sample_pending_
 
   // Published for stats().
   mutable std::mutex stats_mu_;

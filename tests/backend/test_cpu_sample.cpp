@@ -2,6 +2,7 @@
 // NaN never wins (except at id 0, as in the scalar loop), all -inf picks id 0; plus the
 // penalised greedy row, which goes through the copying path.
 #include "cpu_test_util.h"
+#include "sampled_upload_check.h"
 
 namespace tessera::cpu::test {
 namespace {
@@ -55,6 +56,13 @@ TEST(CpuSample, GreedyArgmaxMatchesScalar) {
       }
     }
   }
+}
+
+TEST(CpuSample, PipelinedSampleFeedsTheNextUpload) {
+  auto be = make_cpu_backend();
+  const int V = 1000;
+  auto l = random_floats(2 * V, 17, -5.f, 5.f);
+  tessera::testing::check_sampled_upload(*be, Tensor{l.data(), DType::f32, 2, V, V}, l, V);
 }
 
 }  // namespace

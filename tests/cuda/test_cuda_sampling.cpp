@@ -7,6 +7,7 @@
 
 #include "core/rng.h"
 #include "cuda_test_util.h"
+#include "sampled_upload_check.h"
 #include "tessera/error.h"
 
 namespace tessera::cudatest {
@@ -244,6 +245,14 @@ TEST(CudaSampling, RejectsOutOfVocabularyPenaltyIds) {
   Pair logits = random_pair(1, kVocab, DType::f32);
   SampleOutput o;
   EXPECT_THROW(cuda()->sample(logits.g.view, sb, o), Error);
+}
+
+// The ids of a sample_async feed the next upload on the device (scheduler pipelining).
+TEST(CudaSampling, PipelinedSampleFeedsTheNextUpload) {
+  TS_REQUIRE_CUDA();
+  const auto lh = randn(2 * static_cast<size_t>(kVocab), 3.f);
+  Pair logits = make_pair(2, kVocab, DType::f32, lh);
+  tessera::testing::check_sampled_upload(*cuda(), logits.g.view, lh, kVocab);
 }
 
 }  // namespace

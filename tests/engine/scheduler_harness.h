@@ -22,9 +22,11 @@ struct Harness {
   std::vector<int32_t> eos;
 
   // budget_bytes 0: room for max_seqs full contexts.
+  // `be`: the backend to run on (the CPU backend when null).
   Harness(const std::string& fixture, int max_batch_tokens = 64, int max_seqs = 8,
-          size_t kv_bytes = 0, int context = 128, bool prefix_cache = true) {
-    backend = make_cpu_backend();
+          size_t kv_bytes = 0, int context = 128, bool prefix_cache = true,
+          std::unique_ptr<ComputeBackend> be = nullptr) {
+    backend = be ? std::move(be) : make_cpu_backend();
     dir = std::make_unique<ModelDir>(fixtures_root() + "/" + fixture);
     LoadOptions lo;
     lo.dtype = "f32";

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <thread>
 
+#include "recording_backend.h"
 #include "scheduler_harness.h"
 
 namespace tessera {
@@ -81,6 +82,49 @@ TEST_P(SchedulerFixture, PreemptionKeepsResultsExact) {
 
 INSTANTIATE_TEST_SUITE_P(Transformers, SchedulerFixture, ::testing::ValuesIn(names()),
                          [](const auto& info) { return info.param; });
+
+TEST_P(SchedulerFixture, PipelinedStepsWaitAfterIssuingTheNextForward) {
+  auto rec = std::make_unique<testing::RecordingBackend>(make_cpu_backend());
+  const testing::RecordingBackend* calls = rec.get();
+  Harness h(fx_.name, 64, 8, 0, 128, true, std::move(rec));
+  const int n = fx_.expected["new_tokens"];
+  EXPECT_EQ(with_stop(h.generate(fx_.sequences[0], greedy(n, n))), fx_.greedy_min[0]);
+  h.sched.reset();  // joins the scheduler thread: its calls are all logged
+  // The prefill's sample is issued and not waited for; each later forward is uploaded with its
+  // token still on the device before the host waits for that token; the last token (known to be
+  // the last by length) runs no forward of its own.
+  std::vector<std::string> want = {"upload:0", "async"};
+  for (int i = 1; i < n; ++i) want.insert(want.end(), {"upload:1", "wait", "async"});
+  want.push_back("wait");
+  EXPECT_EQ(calls->log(), want);
+}
+
+TEST_P(SchedulerFixture, StopTokenWhileTheNextStepRuns) {
+  // Request A stops at the k-th token of its continuation, whose next forward has already been
+  // issued when the host sees it; B decodes beside it. Both stay exact and every block returns.
+  Harness h(fx_.name);
+  const int n = fx_.expected["new_tokens"];
+  const std::vector<int32_t> eos = h.eos;
+  h.eos.clear();  // A's continuation with no stop id at all
+  const std::vector<int32_t> ref = h.generate(fx_.sequences[0], greedy(n)).ids;
+  ASSERT_EQ(static_cast<int>(ref.size()), n);
+  // The first token after the first that has not appeared before it (the first itself when the
+  // continuation repeats one token).
+  size_t k = 1;
+  while (k < ref.size() && std::find(ref.begin(), ref.begin() + k, ref[k]) != ref.begin() + k) ++k;
+  if (k == ref.size()) k = 0;
+  h.eos = {ref[k]};
+  auto a = h.submit(fx_.sequences[0], greedy(n));
+  h.eos = eos;
+  auto b = h.submit(fx_.sequences[1 % fx_.sequences.size()], greedy(n, n));
+  Harness::wait(*a);
+  Harness::wait(*b);
+  EXPECT_EQ(a->result.ids, std::vector<int32_t>(ref.begin(), ref.begin() + k));
+  ASSERT_TRUE(a->result.stop_token.has_value());
+  EXPECT_EQ(*a->result.stop_token, ref[k]);
+  EXPECT_EQ(with_stop(b->result), fx_.greedy_min[1 % fx_.sequences.size()]);
+  EXPECT_EQ(h.blocks_in_use(), 0);
+}
 
 TEST(Scheduler, CancelFromCallbackReturnsPartialOutput) {
   Harness h("gemma3_gqa");

@@ -90,6 +90,16 @@ class CpuBackend final : public ComputeBackend {
     v.num_tokens = b.num_tokens();
     v.num_seqs = b.num_seqs();
     v.tokens = b.tokens.data();
+    if (!b.sampled.empty()) {  // ids of the last sample_async (already on the host here)
+      tokens_ = b.tokens;
+      for (const HostBatch::Sampled& e : b.sampled) {
+        if (e.token < 0 || e.token >= b.num_tokens())
+          throw Error(ErrorKind::invalid_argument,
+                      "upload: a sampled token's index is outside the batch");
+        tokens_[e.token] = sampled_id(e.row);
+      }
+      v.tokens = tokens_.data();
+    }
     v.positions = b.positions.data();
     v.token_seq = b.token_seq.data();
     v.seq_q_start = b.seq_q_start.data();
@@ -161,6 +171,7 @@ class CpuBackend final : public ComputeBackend {
 
  private:
   std::vector<HostBuffer> chunks_;
+  std::vector<int32_t> tokens_;  // upload()'s tokens with HostBatch::sampled filled in
   size_t chunk_used_ = 0, used_ = 0, high_water_ = 0;
 };
 

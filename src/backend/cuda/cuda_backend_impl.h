@@ -58,6 +58,7 @@ class CudaBackend final : public ComputeBackend {
     TS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     for (auto& e : staging_done_) TS_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     TS_CUDA(cudaEventCreateWithFlags(&batch_copied_, cudaEventDisableTiming));
+    TS_CUDA(cudaEventCreateWithFlags(&sample_done_, cudaEventDisableTiming));
     linear_ = std::make_unique<LinearOps>();
     controls_.gemv_max_m = linear_->gemv_max_m();
     if (std::getenv("TESSERA_CUDA_GRAPHS") &&
@@ -88,6 +89,7 @@ class CudaBackend final : public ComputeBackend {
       if (g.exec) cudaGraphExecDestroy(g.exec);
     for (auto& e : staging_done_) cudaEventDestroy(e);
     cudaEventDestroy(batch_copied_);
+    cudaEventDestroy(sample_done_);
     linear_.reset();
     cudaStreamDestroy(stream_);
   }
@@ -293,6 +295,8 @@ class CudaBackend final : public ComputeBackend {
     cuda::softcap(x, cap, stream_);
   }
   void sample(Tensor logits, const SampleBatch& batch, SampleOutput& out) override;
+  void sample_async(Tensor logits, const SampleBatch& batch) override;
+  void sample_wait(SampleOutput& out) override;
 
  private:
   void no_alloc_while_capturing(const char* what) {
@@ -466,6 +470,19 @@ class CudaBackend final : public ComputeBackend {
   PinnedBuffer sample_host_;
   GrowBuffer sample_dev_, sample_work_, greedy_dev_, greedy_counters_;
   size_t greedy_counter_count_ = 0;
+  // The outstanding sample_async(): where its results land in sample_host_ and what to read.
+  struct PendingSample {
+    bool pending = false;
+    int rows = 0, top_n = 0;
+    bool any_lp = false;
+    const char* host = nullptr;
+    size_t b_ids = 0, b_lp = 0, b_tid = 0;  // offsets of the logprobs and top lists after host
+    std::vector<int> row_top_n;             // per row: top logprobs wanted, -1: no logprob
+  } pend_;
+  cudaEvent_t sample_done_ = nullptr;
+  // The last sample's ids on the device (rows of them), for upload()'s HostBatch::sampled.
+  const int32_t* last_ids_dev_ = nullptr;
+  int last_ids_rows_ = 0;
 };
 
 }  // namespace tessera::cuda

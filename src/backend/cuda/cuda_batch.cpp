@@ -62,7 +62,17 @@ BatchView CudaBackend::upload(const HostBatch& b) {
     o_sm[g] = take(Tp);
   }
   const size_t o_lr = take(std::max(Rp, 1));
+  const int n_sampled = static_cast<int>(b.sampled.size());
+  const size_t o_sp = take(2 * static_cast<size_t>(n_sampled));
   const size_t bytes = off * sizeof(int32_t);
+  if (n_sampled > 0 && !last_ids_dev_) fail_arg("upload: sampled tokens but no sample was issued");
+  for (const HostBatch::Sampled& e : b.sampled) {
+    if (e.token < 0 || e.token >= T)
+      fail_arg("upload: a sampled token's index is outside the batch");
+    if (e.row < 0 || e.row >= last_ids_rows_)
+      fail_arg("upload: a token refers to row " + std::to_string(e.row) +
+               " of the last sample, which had " + std::to_string(last_ids_rows_) + " rows");
+  }
 
   auto* h = static_cast<int32_t*>(host_staging(bytes));
   auto put = [&](size_t o, const std::vector<int32_t>& v, size_t n_pad, int32_t fill) {
@@ -88,10 +98,16 @@ BatchView CudaBackend::upload(const HostBatch& b) {
     put(o_sm[g], gr.slot_mapping, Tp, -1);  // padding rows write no K/V
   }
   put(o_lr, b.logit_rows, std::max(Rp, 1), Tp - 1);
+  for (int i = 0; i < n_sampled; ++i) {
+    h[o_sp + 2 * i] = b.sampled[i].token;
+    h[o_sp + 2 * i + 1] = b.sampled[i].row;
+  }
 
   auto* d = static_cast<int32_t*>(device_batch(bytes));
   TS_CUDA(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, stream_));
   TS_CUDA(cudaEventRecord(batch_copied_, stream_));
+  // Ids still on the device from the last sample (issued before this upload on the same stream).
+  put_sampled_tokens(d + o_tok, d + o_sp, n_sampled, last_ids_dev_, stream_);
 
   BatchView v;
   v.num_tokens = Tp;

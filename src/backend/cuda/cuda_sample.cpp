@@ -5,6 +5,15 @@
 namespace tessera::cuda {
 
 void CudaBackend::sample(Tensor logits, const SampleBatch& batch, SampleOutput& out) {
+  sample_async(logits, batch);
+  sample_wait(out);
+}
+
+// Issues the sampler and the copy of its ids (and logprobs when asked) into pinned memory, then
+// records sample_done_; sample_wait() waits for that event only, so a forward issued in between
+// runs on the GPU while the host waits.
+void CudaBackend::sample_async(Tensor logits, const SampleBatch& batch) {
+  if (pend_.pending) fail_arg("sample_async: the previous sample was not waited for");
   flush();
   const int R = static_cast<int>(batch.rows.size());
   const int V = static_cast<int>(logits.cols);
@@ -73,12 +82,13 @@ void CudaBackend::sample(Tensor logits, const SampleBatch& batch, SampleOutput& 
       sample_host_ =
           PinnedBuffer(std::max<size_t>(4096, 2 * static_cast<size_t>(R) * 4), "sampling staging");
     TS_CUDA(cudaMemcpyAsync(sample_host_.data(), ws, R * 4, cudaMemcpyDeviceToHost, stream_));
-    TS_CUDA(cudaStreamSynchronize(stream_));
-    out.top_n = 0;
-    out.ids.assign(sample_host_.as<int32_t>(), sample_host_.as<int32_t>() + R);
-    out.logprobs.clear();
-    out.top_ids.clear();
-    out.top_logprobs.clear();
+    TS_CUDA(cudaEventRecord(sample_done_, stream_));
+    pend_ = PendingSample{};
+    pend_.pending = true;
+    pend_.rows = R;
+    pend_.host = sample_host_.as<const char>();
+    last_ids_dev_ = reinterpret_cast<const int32_t*>(ws);
+    last_ids_rows_ = R;
     return;
   }
   // Inputs: rows, penalty ids, counts, suppressed ids; outputs: ids, lp, top ids, top lp.
@@ -116,25 +126,46 @@ void CudaBackend::sample(Tensor logits, const SampleBatch& batch, SampleOutput& 
   char* hout = h + in_bytes;
   const size_t back = any_lp ? out_bytes : b_ids;
   TS_CUDA(cudaMemcpyAsync(hout, dout, back, cudaMemcpyDeviceToHost, stream_));
-  TS_CUDA(cudaStreamSynchronize(stream_));
+  TS_CUDA(cudaEventRecord(sample_done_, stream_));
+  pend_ = PendingSample{};
+  pend_.pending = true;
+  pend_.rows = R;
+  pend_.top_n = top_n;
+  pend_.any_lp = any_lp;
+  pend_.host = hout;
+  pend_.b_ids = b_ids;
+  pend_.b_lp = b_lp;
+  pend_.b_tid = b_tid;
+  pend_.row_top_n.resize(R);
+  for (int r = 0; r < R; ++r) pend_.row_top_n[r] = rows[r].want_logprob ? rows[r].top_n : -1;
+  last_ids_dev_ = reinterpret_cast<const int32_t*>(dout);
+  last_ids_rows_ = R;
+}
+
+void CudaBackend::sample_wait(SampleOutput& out) {
+  if (!pend_.pending) fail_arg("sample_wait: no sample is outstanding");
+  pend_.pending = false;
+  TS_CUDA(cudaEventSynchronize(sample_done_));
+  const int R = pend_.rows, top_n = pend_.top_n;
+  const char* hout = pend_.host;
   out.top_n = top_n;
-  out.ids.assign(reinterpret_cast<int32_t*>(hout), reinterpret_cast<int32_t*>(hout) + R);
+  out.ids.assign(reinterpret_cast<const int32_t*>(hout),
+                 reinterpret_cast<const int32_t*>(hout) + R);
   out.logprobs.clear();
   out.top_ids.assign(static_cast<size_t>(R) * top_n, -1);
   out.top_logprobs.assign(static_cast<size_t>(R) * top_n, -std::numeric_limits<float>::infinity());
-  if (any_lp) {
-    out.logprobs.assign(R, 0.f);
-    const float* lp = reinterpret_cast<const float*>(hout + b_ids);
-    const int32_t* tid = reinterpret_cast<const int32_t*>(hout + b_ids + b_lp);
-    const float* tlp = reinterpret_cast<const float*>(hout + b_ids + b_lp + b_tid);
-    for (int r = 0; r < R; ++r) {
-      if (!rows[r].want_logprob) continue;
-      out.logprobs[r] = lp[r];
-      for (int k = 0; k < rows[r].top_n; ++k) {
-        out.top_ids[static_cast<size_t>(r) * top_n + k] = tid[static_cast<size_t>(r) * top_n + k];
-        out.top_logprobs[static_cast<size_t>(r) * top_n + k] =
-            tlp[static_cast<size_t>(r) * top_n + k];
-      }
+  if (!pend_.any_lp) return;
+  out.logprobs.assign(R, 0.f);
+  const float* lp = reinterpret_cast<const float*>(hout + pend_.b_ids);
+  const int32_t* tid = reinterpret_cast<const int32_t*>(hout + pend_.b_ids + pend_.b_lp);
+  const float* tlp = reinterpret_cast<const float*>(hout + pend_.b_ids + pend_.b_lp + pend_.b_tid);
+  for (int r = 0; r < R; ++r) {
+    if (pend_.row_top_n[r] < 0) continue;  // no logprob asked
+    out.logprobs[r] = lp[r];
+    for (int k = 0; k < pend_.row_top_n[r]; ++k) {
+      out.top_ids[static_cast<size_t>(r) * top_n + k] = tid[static_cast<size_t>(r) * top_n + k];
+      out.top_logprobs[static_cast<size_t>(r) * top_n + k] =
+          tlp[static_cast<size_t>(r) * top_n + k];
     }
   }
 }
