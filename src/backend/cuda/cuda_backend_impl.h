@@ -17,6 +17,7 @@
 #include "backend/backend.h"
 #include "backend/cuda/activation.h"
 #include "backend/cuda/attention.h"
+#include "backend/cuda/batch.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_common.h"
 #include "backend/cuda/cuda_memory.h"
@@ -56,9 +57,14 @@ class CudaBackend final : public ComputeBackend {
   CudaBackend() {
     TS_CUDA(cudaSetDevice(0));
     TS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    TS_CUDA(cudaStreamCreateWithFlags(&up_stream_, cudaStreamNonBlocking));
+    TS_CUDA(cudaStreamCreateWithFlags(&down_stream_, cudaStreamNonBlocking));
     for (auto& e : staging_done_) TS_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     TS_CUDA(cudaEventCreateWithFlags(&batch_copied_, cudaEventDisableTiming));
     TS_CUDA(cudaEventCreateWithFlags(&sample_done_, cudaEventDisableTiming));
+    TS_CUDA(cudaEventCreateWithFlags(&sample_ready_, cudaEventDisableTiming));
+    TS_CUDA(cudaEventCreateWithFlags(&sample_inputs_, cudaEventDisableTiming));
+    TS_CUDA(cudaEventCreateWithFlags(&batch_installed_, cudaEventDisableTiming));
     linear_ = std::make_unique<LinearOps>();
     controls_.gemv_max_m = linear_->gemv_max_m();
     if (std::getenv("TESSERA_CUDA_GRAPHS") &&
@@ -84,14 +90,21 @@ class CudaBackend final : public ComputeBackend {
 
   ~CudaBackend() override {
     cudaStreamSynchronize(stream_);
+    cudaStreamSynchronize(up_stream_);
+    cudaStreamSynchronize(down_stream_);
     end_progress();
     for (auto& [k, g] : graphs_)
       if (g.exec) cudaGraphExecDestroy(g.exec);
     for (auto& e : staging_done_) cudaEventDestroy(e);
     cudaEventDestroy(batch_copied_);
     cudaEventDestroy(sample_done_);
+    cudaEventDestroy(sample_ready_);
+    cudaEventDestroy(sample_inputs_);
+    cudaEventDestroy(batch_installed_);
     linear_.reset();
     cudaStreamDestroy(stream_);
+    cudaStreamDestroy(up_stream_);
+    cudaStreamDestroy(down_stream_);
   }
 
   CudaBackendControls& controls() { return controls_; }
@@ -118,6 +131,7 @@ class CudaBackend final : public ComputeBackend {
   void synchronize() override {
     flush();
     TS_CUDA(cudaStreamSynchronize(stream_));
+    TS_CUDA(cudaStreamSynchronize(down_stream_));
   }
   size_t device_free_bytes() override {
     size_t free = 0, total = 0;
@@ -297,6 +311,7 @@ class CudaBackend final : public ComputeBackend {
   void sample(Tensor logits, const SampleBatch& batch, SampleOutput& out) override;
   void sample_async(Tensor logits, const SampleBatch& batch) override;
   void sample_wait(SampleOutput& out) override;
+  void download_sampled(void* host, const void* dev, size_t bytes);
 
  private:
   void no_alloc_while_capturing(const char* what) {
@@ -432,7 +447,10 @@ class CudaBackend final : public ComputeBackend {
     }
   }
 
-  cudaStream_t stream_ = nullptr;
+  cudaStream_t stream_ = nullptr;  // every kernel
+  // Copies kept off the compute stream's critical path: batches and sampler parameters to the
+  // device (joined by an event before use), sampled ids and logprobs back to the host.
+  cudaStream_t up_stream_ = nullptr, down_stream_ = nullptr;
   std::unique_ptr<LinearOps> linear_;
   CudaBackendControls controls_;
 
@@ -449,8 +467,8 @@ class CudaBackend final : public ComputeBackend {
 
   // batches
   PinnedBuffer batch_host_;
-  GrowBuffer batch_dev_;
-  cudaEvent_t batch_copied_ = nullptr;
+  GrowBuffer batch_dev_, batch_stage_;  // live (read by the forward), staged (up_stream_'s copy)
+  cudaEvent_t batch_copied_ = nullptr, batch_installed_ = nullptr;
   struct LastUpload {
     const int32_t* tokens = nullptr;  // device pointer of the view it describes
     int n_single = 0;                 // sequences with one new token
@@ -479,7 +497,9 @@ class CudaBackend final : public ComputeBackend {
     size_t b_ids = 0, b_lp = 0, b_tid = 0;  // offsets of the logprobs and top lists after host
     std::vector<int> row_top_n;             // per row: top logprobs wanted, -1: no logprob
   } pend_;
-  cudaEvent_t sample_done_ = nullptr;
+  // sample_inputs_: parameters on the device (up_stream_); sample_ready_: the sampler's kernels
+  // done (stream_); sample_done_: its results in sample_host_ (down_stream_).
+  cudaEvent_t sample_done_ = nullptr, sample_ready_ = nullptr, sample_inputs_ = nullptr;
   // The last sample's ids on the device (rows of them), for upload()'s HostBatch::sampled.
   const int32_t* last_ids_dev_ = nullptr;
   int last_ids_rows_ = 0;

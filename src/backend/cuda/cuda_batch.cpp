@@ -63,7 +63,6 @@ BatchView CudaBackend::upload(const HostBatch& b) {
   }
   const size_t o_lr = take(std::max(Rp, 1));
   const int n_sampled = static_cast<int>(b.sampled.size());
-  const size_t o_sp = take(2 * static_cast<size_t>(n_sampled));
   const size_t bytes = off * sizeof(int32_t);
   if (n_sampled > 0 && !last_ids_dev_) fail_arg("upload: sampled tokens but no sample was issued");
   for (const HostBatch::Sampled& e : b.sampled) {
@@ -98,16 +97,19 @@ BatchView CudaBackend::upload(const HostBatch& b) {
     put(o_sm[g], gr.slot_mapping, Tp, -1);  // padding rows write no K/V
   }
   put(o_lr, b.logit_rows, std::max(Rp, 1), Tp - 1);
-  for (int i = 0; i < n_sampled; ++i) {
-    h[o_sp + 2 * i] = b.sampled[i].token;
-    h[o_sp + 2 * i + 1] = b.sampled[i].row;
-  }
+  for (const HostBatch::Sampled& e : b.sampled) h[o_tok + e.token] = -(e.row + 1);
 
+  // Staged on the upload stream (it overlaps the forward still running), then installed into
+  // the live buffer on the compute stream, sampled ids included (batch.h): only the install
+  // kernel sits between the last sample and this forward.
   auto* d = static_cast<int32_t*>(device_batch(bytes));
-  TS_CUDA(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, stream_));
-  TS_CUDA(cudaEventRecord(batch_copied_, stream_));
-  // Ids still on the device from the last sample (issued before this upload on the same stream).
-  put_sampled_tokens(d + o_tok, d + o_sp, n_sampled, last_ids_dev_, stream_);
+  auto* st = static_cast<int32_t*>(grow(batch_stage_, bytes, "batch staging (device)"));
+  TS_CUDA(cudaStreamWaitEvent(up_stream_, batch_installed_));  // the last install read st
+  TS_CUDA(cudaMemcpyAsync(st, h, bytes, cudaMemcpyHostToDevice, up_stream_));
+  TS_CUDA(cudaEventRecord(batch_copied_, up_stream_));
+  TS_CUDA(cudaStreamWaitEvent(stream_, batch_copied_));
+  install_batch(d, st, off, o_tok, Tp, last_ids_dev_, stream_);
+  TS_CUDA(cudaEventRecord(batch_installed_, stream_));
 
   BatchView v;
   v.num_tokens = Tp;

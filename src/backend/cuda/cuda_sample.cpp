@@ -81,8 +81,7 @@ void CudaBackend::sample_async(Tensor logits, const SampleBatch& batch) {
     if (sample_host_.size() < static_cast<size_t>(R) * 4)
       sample_host_ =
           PinnedBuffer(std::max<size_t>(4096, 2 * static_cast<size_t>(R) * 4), "sampling staging");
-    TS_CUDA(cudaMemcpyAsync(sample_host_.data(), ws, R * 4, cudaMemcpyDeviceToHost, stream_));
-    TS_CUDA(cudaEventRecord(sample_done_, stream_));
+    download_sampled(sample_host_.data(), ws, static_cast<size_t>(R) * 4);
     pend_ = PendingSample{};
     pend_.pending = true;
     pend_.rows = R;
@@ -112,7 +111,9 @@ void CudaBackend::sample_async(Tensor logits, const SampleBatch& batch) {
   if (work_rows > 0)
     work = static_cast<float*>(
         sample_work_.get(static_cast<size_t>(work_rows) * V * sizeof(float), "sampling work rows"));
-  TS_CUDA(cudaMemcpyAsync(d, h, in_bytes, cudaMemcpyHostToDevice, stream_));
+  TS_CUDA(cudaMemcpyAsync(d, h, in_bytes, cudaMemcpyHostToDevice, up_stream_));
+  TS_CUDA(cudaEventRecord(sample_inputs_, up_stream_));
+  TS_CUDA(cudaStreamWaitEvent(stream_, sample_inputs_));
   char* dout = d + in_bytes;
   sample_rows(logits.ptr<const float>(), logits.stride, R, V,
               reinterpret_cast<const SampleRowDev*>(d),
@@ -125,8 +126,7 @@ void CudaBackend::sample_async(Tensor logits, const SampleBatch& batch) {
   // Only what was asked for crosses back.
   char* hout = h + in_bytes;
   const size_t back = any_lp ? out_bytes : b_ids;
-  TS_CUDA(cudaMemcpyAsync(hout, dout, back, cudaMemcpyDeviceToHost, stream_));
-  TS_CUDA(cudaEventRecord(sample_done_, stream_));
+  download_sampled(hout, dout, back);
   pend_ = PendingSample{};
   pend_.pending = true;
   pend_.rows = R;
@@ -140,6 +140,15 @@ void CudaBackend::sample_async(Tensor logits, const SampleBatch& batch) {
   for (int r = 0; r < R; ++r) pend_.row_top_n[r] = rows[r].want_logprob ? rows[r].top_n : -1;
   last_ids_dev_ = reinterpret_cast<const int32_t*>(dout);
   last_ids_rows_ = R;
+}
+
+// The results' copy to the host on down_stream_, so that the compute stream goes on to the next
+// forward without waiting for it.
+void CudaBackend::download_sampled(void* host, const void* dev, size_t bytes) {
+  TS_CUDA(cudaEventRecord(sample_ready_, stream_));
+  TS_CUDA(cudaStreamWaitEvent(down_stream_, sample_ready_));
+  TS_CUDA(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, down_stream_));
+  TS_CUDA(cudaEventRecord(sample_done_, down_stream_));
 }
 
 void CudaBackend::sample_wait(SampleOutput& out) {

@@ -39,22 +39,7 @@ __global__ void gather_rows_kernel(const T* __restrict__ x, int64_t xs,
   for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) dst[i] = src[i];
 }
 
-__global__ void put_sampled_kernel(int32_t* __restrict__ tokens, const int32_t* __restrict__ pairs,
-                                   int n, const int32_t* __restrict__ ids) {
-  pdl_enter();
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) tokens[pairs[2 * i]] = ids[pairs[2 * i + 1]];
-}
-
 }  // namespace
-
-void put_sampled_tokens(int32_t* tokens, const int32_t* pairs, int n, const int32_t* ids,
-                        cudaStream_t st) {
-  if (n == 0) return;
-  launch(put_sampled_kernel, static_cast<unsigned>((n + 255) / 256), 256, 0, st, "embed", tokens,
-         pairs, n, ids);
-  TS_CUDA_LAUNCH("put_sampled_tokens");
-}
 
 void embed(const void* table, DType table_dt, int64_t V, int64_t H, const int32_t* ids, int n,
            float scale, bool round_to_table_dtype, Tensor out, cudaStream_t st) {

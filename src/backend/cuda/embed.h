@@ -1,5 +1,5 @@
-// Embedding gather (+ scale), its sampled input ids, and row gather (launchers); the contracts of
-// ComputeBackend::embed and gather_rows. `ids` and `rows` are device arrays.
+// Embedding gather (+ scale) and row gather (launchers); the contracts of ComputeBackend::embed
+// and gather_rows. `ids` and `rows` are device arrays.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -12,9 +12,5 @@ namespace tessera::cuda {
 void embed(const void* table, DType table_dt, int64_t V, int64_t H, const int32_t* ids, int n,
            float scale, bool round_to_table_dtype, Tensor out, cudaStream_t st);
 void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out, cudaStream_t st);
-// tokens[pairs[2 i]] = ids[pairs[2 i + 1]] for i < n: the embedding's input ids of a decode step
-// taken from the previous sample on the device (HostBatch::sampled).
-void put_sampled_tokens(int32_t* tokens, const int32_t* pairs, int n, const int32_t* ids,
-                        cudaStream_t st);
 
 }  // namespace tessera::cuda
