@@ -37,10 +37,10 @@ inline void check_sampled_upload(ComputeBackend& be, Tensor logits, const std::v
                                  int V) {
   std::vector<int32_t> argmax(2);
   for (int r = 0; r < 2; ++r)
-    argmax[r] = static_cast<int32_t>(
-        std::max_element(host.begin() + static_cast<int64_t>(r) * V,
-                         host.begin() + static_cast<int64_t>(r + 1) * V) -
-        (host.begin() + static_cast<int64_t>(r) * V));
+    argmax[r] =
+        static_cast<int32_t>(std::max_element(host.begin() + static_cast<int64_t>(r) * V,
+                                              host.begin() + static_cast<int64_t>(r + 1) * V) -
+                             (host.begin() + static_cast<int64_t>(r) * V));
   SampleBatch sb;
   sb.rows.assign(2, SampleParams{});  // greedy
   be.sample_async(logits, sb);
