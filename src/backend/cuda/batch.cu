@@ -27,8 +27,8 @@ void install_batch(int32_t* live, const int32_t* staged, size_t words, size_t to
                    const int32_t* ids, cudaStream_t st) {
   if (words == 0) return;
   const unsigned blocks = static_cast<unsigned>(std::min<size_t>((words + 255) / 256, 264));
-  launch(install_batch_kernel, blocks, 256, 0, st, "install batch", live, staged, words, tok,
-         n_tok, ids);
+  launch(install_batch_kernel, blocks, 256, 0, st, "install batch", live, staged, words, tok, n_tok,
+         ids);
   TS_CUDA_LAUNCH("install_batch");
 }
 
