@@ -247,6 +247,30 @@ TEST(CudaSampling, RejectsOutOfVocabularyPenaltyIds) {
   EXPECT_THROW(cuda()->sample(logits.g.view, sb, o), Error);
 }
 
+// Plain greedy batches take the argmax kernel, whose blocks per row shrink as the rows grow (128
+// per row for one row, ~4 per SM in all for many): every row's id equals the CPU's, ties to the
+// lowest id, at batch sizes on both sides of the switch and with rows misaligned for 16-byte
+// loads (odd vocabulary).
+TEST(CudaSampling, GreedyRowsAtEveryBatchSize) {
+  TS_REQUIRE_CUDA();
+  for (const int V : {kVocab, 70001}) {
+    for (const int R : {1, 8, 70, 128}) {
+      auto lh = randn(static_cast<size_t>(R) * V, 3.f);
+      for (int r = 0; r < R; ++r) {  // a tie for the maximum in every other row
+        float* row = lh.data() + static_cast<int64_t>(r) * V;
+        if (r % 2 == 0) row[(r * 7919) % V] = row[V - 1 - (r * 104729) % V] = 50.f;
+      }
+      Pair logits = make_pair(R, V, DType::f32, lh);
+      SampleBatch sb;
+      sb.rows.assign(R, SampleParams{});
+      SampleOutput oc, og;
+      cpu().sample(logits.c.view, sb, oc);
+      cuda()->sample(logits.g.view, sb, og);
+      EXPECT_EQ(og.ids, oc.ids) << "V " << V << ", " << R << " rows";
+    }
+  }
+}
+
 // The ids of a sample_async feed the next upload on the device (scheduler pipelining).
 TEST(CudaSampling, PipelinedSampleFeedsTheNextUpload) {
   TS_REQUIRE_CUDA();

@@ -12,6 +12,7 @@
 // agree except at near-ties.
 #include <cooperative_groups.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <climits>
 #include <type_traits>
@@ -163,12 +164,16 @@ __device__ double row_sum_d(double v, Row& c) {
 __device__ __forceinline__ bool before(float v, int i, float bv, int bi) {
   return bi < 0 || v > bv || (v == bv && i < bi);
 }
-__device__ void block_argmax(float& v, int& i, Shared& sh) {
+// The warp's first (value, id) by before(), in every lane; id < 0 marks a lane with none.
+__device__ __forceinline__ void warp_argmax(float& v, int& i) {
   for (int o = 16; o > 0; o >>= 1) {
     const float ov = __shfl_xor_sync(0xffffffffu, v, o);
     const int oi = __shfl_xor_sync(0xffffffffu, i, o);
     if (oi >= 0 && before(ov, oi, v, i)) v = ov, i = oi;
   }
+}
+__device__ void block_argmax(float& v, int& i, Shared& sh) {
+  warp_argmax(v, i);
   __syncthreads();
   if ((threadIdx.x & 31) == 0) {
     sh.red_f[threadIdx.x >> 5] = v;
@@ -177,11 +182,7 @@ __device__ void block_argmax(float& v, int& i, Shared& sh) {
   __syncthreads();
   v = sh.red_f[threadIdx.x & 31];
   i = sh.red_i[threadIdx.x & 31];
-  for (int o = 16; o > 0; o >>= 1) {
-    const float ov = __shfl_xor_sync(0xffffffffu, v, o);
-    const int oi = __shfl_xor_sync(0xffffffffu, i, o);
-    if (oi >= 0 && before(ov, oi, v, i)) v = ov, i = oi;
-  }
+  warp_argmax(v, i);
 }
 __device__ void row_argmax(float& v, int& i, Row& c) {
   block_argmax(v, i, c.sh);
@@ -802,6 +803,8 @@ __global__ void __launch_bounds__(kThreads)
   c.cl.sync();  // no block leaves while a peer may still read its shared memory
 }
 
+// MANY: few blocks per row, each thread with many rounds of loads (greedy_rows).
+template <bool MANY>
 __global__ void __launch_bounds__(256)
     greedy_kernel(const float* __restrict__ logits, int64_t stride, int V, float* __restrict__ part,
                   int* __restrict__ counters, int32_t* __restrict__ ids) {
@@ -821,8 +824,28 @@ __global__ void __launch_bounds__(256)
   };
   int i = i0;
   if (reinterpret_cast<uintptr_t>(row + i0) % 16 == 0) {
+    constexpr int kStep = 4 * 256;  // floats per block per round of 16-byte loads
+    constexpr int kLoads = 4;       // 8 measured the same (bench/NOTES-cuda.md run 22)
+    int k = i0 + 4 * tid;
+    // Few blocks per row (many rows): four loads issued before any is used, so that a thread
+    // keeps 64 bytes in flight (the compiler left the unrolled loop's loads in series).
+    if constexpr (MANY) {
+      for (; k + (kLoads - 1) * kStep + 3 < i1; k += kLoads * kStep) {
+        float4 v[kLoads];
+#pragma unroll
+        for (int u = 0; u < kLoads; ++u)
+          v[u] = __ldcs(reinterpret_cast<const float4*>(row + k + u * kStep));
+#pragma unroll
+        for (int u = 0; u < kLoads; ++u) {
+          take(v[u].x, k + u * kStep);
+          take(v[u].y, k + u * kStep + 1);
+          take(v[u].z, k + u * kStep + 2);
+          take(v[u].w, k + u * kStep + 3);
+        }
+      }
+    }
 #pragma unroll 4
-    for (int k = i0 + 4 * tid; k + 3 < i1; k += 4 * 256) {
+    for (; k + 3 < i1; k += kStep) {
       const float4 v = __ldcs(reinterpret_cast<const float4*>(row + k));
       take(v.x, k);
       take(v.y, k + 1);
@@ -832,21 +855,13 @@ __global__ void __launch_bounds__(256)
     i = i0 + (i1 - i0) / 4 * 4;
   }
   for (int k = i + tid; k < i1; k += 256) take(row[k], k);
-  for (int o = 16; o > 0; o >>= 1) {
-    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-    const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-    if (oi >= 0 && before(ov, oi, bv, bi)) bv = ov, bi = oi;
-  }
+  warp_argmax(bv, bi);
   if ((tid & 31) == 0) wv[tid >> 5] = bv, wi[tid >> 5] = bi;
   __syncthreads();
   if (tid < 32) {
     bv = tid < 8 ? wv[tid] : -INFINITY;
     bi = tid < 8 ? wi[tid] : -1;
-    for (int o = 16; o > 0; o >>= 1) {
-      const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-      const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-      if (oi >= 0 && before(ov, oi, bv, bi)) bv = ov, bi = oi;
-    }
+    warp_argmax(bv, bi);
     if (tid == 0) {
       part[(static_cast<int64_t>(r) * nb + b) * 2] = bv;
       part[(static_cast<int64_t>(r) * nb + b) * 2 + 1] = __int_as_float(bi);
@@ -864,11 +879,7 @@ __global__ void __launch_bounds__(256)
     const int id = __float_as_int(__ldcg(part + (static_cast<int64_t>(r) * nb + k) * 2 + 1));
     if (id >= 0 && before(v, id, bv, bi)) bv = v, bi = id;
   }
-  for (int o = 16; o > 0; o >>= 1) {
-    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-    const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-    if (oi >= 0 && before(ov, oi, bv, bi)) bv = ov, bi = oi;
-  }
+  warp_argmax(bv, bi);
   if (tid == 0) {
     ids[r] = bi < 0 ? 0 : bi;
     counters[r] = 0;
@@ -886,8 +897,19 @@ bool sample_cluster_fits(int n) {
 void greedy_rows(const float* logits, int64_t stride, int R, int V, float* part, int* counters,
                  int32_t* ids, cudaStream_t st) {
   if (R == 0) return;
-  launch(greedy_kernel, dim3(kGreedyBlocks, R), 256, 0, st, "greedy sample", logits, stride, V,
-         part, counters, ids);
+  // kGreedyBlocks per row for a few rows (latency: one round of loads per thread); with many rows
+  // about four blocks per SM in all, each with many rounds of loads in flight, instead of
+  // kGreedyBlocks x R short blocks (128 rows: 69.5 us per call, 1.9 TB/s, bench/NOTES-cuda.md run
+  // 22).
+  static const int sms = [] {
+    int dev = 0, n = 0;
+    TS_CUDA(cudaGetDevice(&dev));
+    TS_CUDA(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    return n;
+  }();
+  const int nb = std::clamp((4 * sms + R - 1) / R, 1, kGreedyBlocks);  // 8 per SM: the same
+  launch(nb < kGreedyBlocks ? greedy_kernel<true> : greedy_kernel<false>, dim3(nb, R), 256, 0, st,
+         "greedy sample", logits, stride, V, part, counters, ids);
 }
 
 void sample_rows(const float* logits, int64_t stride, int R, int V, const SampleRowDev* rows,
