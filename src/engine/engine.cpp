@@ -12,6 +12,7 @@
 #include "backend/backend.h"
 #include "chat/chat_template.h"
 #include "core/check.h"
+#include "engine/batch_builder.h"
 #include "engine/kv_pool.h"
 #include "engine/scheduler.h"
 #include "io/model_dir.h"
@@ -411,8 +412,29 @@ class EngineImpl final : public Engine {
   // sampler's buffers and the decode graph of one sequence (eager, captured, replayed). The
   // prompt fills no KV block (16 positions), so the prefix cache keeps nothing of it, and the
   // scheduler's counters start at zero afterwards.
+  // Before it, prefills of 16, 32, ..., 512 tokens straight through the model on the scheduler's
+  // pool (idle until the first request; nothing enters the prefix cache): cuBLASLt loads a GEMM
+  // kernel the first time it runs it, ~2.5 ms per linear shape on the H200, which the first
+  // prompt of each new length paid in its time to first token (12-15 ms instead of 2-4,
+  // bench/NOTES-cuda.md run 22); the kernels it picks for other lengths are mostly among these.
   void warm_up() {
     if (context_ < 2) return;
+    const int longest = std::min({512, sched_->options().max_batch_tokens, context_ - 1});
+    for (int m = 16; m <= longest; m *= 2) {
+      SequenceKv kv(*pool_);
+      if (!kv.reserve(m)) break;
+      std::vector<int32_t> ids(static_cast<size_t>(m));
+      for (size_t i = 0; i < ids.size(); ++i)
+        ids[i] = static_cast<int32_t>((i + 1) % static_cast<size_t>(info().vocab_size));
+      BatchEntry e;
+      e.kv = &kv;
+      e.tokens = ids;
+      e.logits_last = true;
+      const HostBatch hb = build_batch(*pool_, std::span<const BatchEntry>(&e, 1));
+      model_->forward(hb, pool_->layers());
+      backend_->synchronize();
+      kv.release_all();
+    }
     const int n = std::min(8, context_ / 2);  // a context of 8 positions or fewer: half of it
     GenerateOptions g;
     g.max_tokens = std::min(4, context_ - n);
