@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/forwarding_backend.h"
 
 namespace tessera::bench {
 
@@ -46,74 +47,56 @@ void fill_random_bf16(uint16_t* p, int64_t n, uint64_t seed);
 // A ComputeBackend that forwards to another and adds up the wall time of every op (each op is
 // followed by synchronize(), which the CPU backend makes free). Linear ops are keyed by weight
 // shape ("linear 262144x1152").
-class TimingBackend final : public ComputeBackend {
+class TimingBackend final : public ForwardingBackend {
  public:
-  explicit TimingBackend(std::unique_ptr<ComputeBackend> inner) : in_(std::move(inner)) {}
+  using ForwardingBackend::ForwardingBackend;
   std::map<std::string, double> totals;  // seconds per op key
   std::map<std::string, int64_t> counts;
   bool enabled = false;
 
-  Device device() const override { return in_->device(); }
-  std::string name() const override { return in_->name(); }
-  DType act_dtype() const override { return in_->act_dtype(); }
-  std::unique_ptr<DeviceBuffer> alloc(size_t bytes, const char* what) override {
-    return in_->alloc(bytes, what);
-  }
-  void copy_to_device(void* d, const void* s, size_t n) override { in_->copy_to_device(d, s, n); }
-  void copy_to_host(void* d, const void* s, size_t n) override { in_->copy_to_host(d, s, n); }
-  void synchronize() override { in_->synchronize(); }
-  size_t device_free_bytes() override { return in_->device_free_bytes(); }
-  std::unique_ptr<Weight> upload_weight(std::span<const TensorInfo* const> parts, DType dtype,
-                                        const std::string& what) override {
-    return in_->upload_weight(parts, dtype, what);
-  }
-  void scratch_reset() override { in_->scratch_reset(); }
-  Tensor scratch(int64_t r, int64_t c, DType dt) override { return in_->scratch(r, c, dt); }
-  BatchView upload(const HostBatch& b) override { return in_->upload(b); }
-
   void embed(const Weight& t, const int32_t* ids, int n, float s, bool r, Tensor out) override {
-    timed("embed", [&] { in_->embed(t, ids, n, s, r, out); });
+    timed("embed", [&] { inner().embed(t, ids, n, s, r, out); });
   }
   void rms_norm(Tensor x, Tensor w, float eps, Tensor out) override {
-    timed("rms_norm", [&] { in_->rms_norm(x, w, eps, out); });
+    timed("rms_norm", [&] { inner().rms_norm(x, w, eps, out); });
   }
   void add_rms_norm(Tensor res, Tensor y, const Tensor* wy, const Tensor* wo, float eps,
                     Tensor out) override {
-    timed("add_rms_norm", [&] { in_->add_rms_norm(res, y, wy, wo, eps, out); });
+    timed("add_rms_norm", [&] { inner().add_rms_norm(res, y, wy, wo, eps, out); });
   }
   void linear(Tensor x, const Weight& w, const Tensor* bias, Tensor out) override {
     timed("linear " + std::to_string(w.rows) + "x" + std::to_string(w.cols),
-          [&] { in_->linear(x, w, bias, out); });
+          [&] { inner().linear(x, w, bias, out); });
   }
   void qk_norm_rope(Tensor qkv, int nh, int nkv, int hd, const Tensor* qn, const Tensor* kn,
                     float eps, const int32_t* pos, Tensor inv) override {
-    timed("qk_norm_rope", [&] { in_->qk_norm_rope(qkv, nh, nkv, hd, qn, kn, eps, pos, inv); });
+    timed("qk_norm_rope", [&] { inner().qk_norm_rope(qkv, nh, nkv, hd, qn, kn, eps, pos, inv); });
   }
   void kv_store(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv,
                 const int32_t* slots) override {
-    timed("kv_store", [&] { in_->kv_store(qkv, nh, nkv, hd, kv, slots); });
+    timed("kv_store", [&] { inner().kv_store(qkv, nh, nkv, hd, kv, slots); });
   }
   void attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv, const BatchView& b,
                  int g, float scale, int window, float cap, Tensor out) override {
     timed(window > 0 ? "attention (sliding)" : "attention (global)",
-          [&] { in_->attention(qkv, nh, nkv, hd, kv, b, g, scale, window, cap, out); });
+          [&] { inner().attention(qkv, nh, nkv, hd, kv, b, g, scale, window, cap, out); });
   }
   void linear_gated(Tensor x, const Weight& w, const Tensor* bias, Activation act, Tensor gu,
                     Tensor out) override {
     timed("linear_gated " + std::to_string(w.rows) + "x" + std::to_string(w.cols),
-          [&] { in_->linear_gated(x, w, bias, act, gu, out); });
+          [&] { inner().linear_gated(x, w, bias, act, gu, out); });
   }
   void gated_act(Tensor gu, Activation act, Tensor out) override {
-    timed("gated_act", [&] { in_->gated_act(gu, act, out); });
+    timed("gated_act", [&] { inner().gated_act(gu, act, out); });
   }
   void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out) override {
-    timed("gather_rows", [&] { in_->gather_rows(x, rows, n, out); });
+    timed("gather_rows", [&] { inner().gather_rows(x, rows, n, out); });
   }
   void softcap(Tensor x, float cap) override {
-    timed("softcap", [&] { in_->softcap(x, cap); });
+    timed("softcap", [&] { inner().softcap(x, cap); });
   }
   void sample(Tensor logits, const SampleBatch& b, SampleOutput& out) override {
-    timed("sample", [&] { in_->sample(logits, b, out); });
+    timed("sample", [&] { inner().sample(logits, b, out); });
   }
 
  private:
@@ -122,11 +105,10 @@ class TimingBackend final : public ComputeBackend {
     if (!enabled) return f();
     const double t0 = now_s();
     f();
-    in_->synchronize();
+    inner().synchronize();
     totals[key] += now_s() - t0;
     counts[key] += 1;
   }
-  std::unique_ptr<ComputeBackend> in_;
 };
 
 // Op micro-benchmarks on the Gemma-3-1B shapes (cpu_bench_ops.cpp); `only` names one group
