@@ -35,8 +35,9 @@ struct EngineOptions {
   int max_seqs = 0;             // sequences running at once; 0: automatic
   bool prefix_cache = true;     // share KV blocks between prompts with the same prefix
   bool progress = false;        // progress bar on stderr while loading (only if stderr is a tty)
-  bool warmup = true;           // on a GPU: one short request at load, so that the first real
-                                // request does not pay for loading kernels and capturing graphs
+  bool warmup = true;           // on a GPU: prefills of 16..512 tokens and one short request
+                                // at load, so that the first real request does not pay for
+                                // loading kernels (cuBLASLt's among them) and capturing graphs
 };
 
 struct SamplingOptions {

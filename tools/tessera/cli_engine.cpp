@@ -22,8 +22,8 @@ void add_engine_options(CLI::App* cmd, EngineArgs& a) {
   cmd->add_option("--max-seqs", a.max_seqs, "sequences decoded at once");
   cmd->add_flag("--no-prefix-cache", a.no_prefix_cache, "do not share KV blocks between prompts");
   cmd->add_flag("--no-warmup", a.no_warmup,
-                "on a GPU, skip the short request run at load (the first request then pays for "
-                "loading kernels and capturing the decode graph)");
+                "on a GPU, skip the prefills and the short request run at load (the first "
+                "request then pays for loading kernels and capturing the decode graph)");
 }
 
 size_t parse_bytes(const std::string& s, const char* option) {
