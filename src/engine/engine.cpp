@@ -323,11 +323,12 @@ class EngineImpl final : public Engine {
                                              BatchMetrics* metrics) override {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::shared_ptr<RequestShared>> shared;
+    std::vector<RequestSpec> specs;
     for (const auto& p : prompts) {
-      RequestSpec spec = make_spec(p, opts, {}, cancel);
-      shared.push_back(spec.shared);
-      sched_->submit(std::move(spec));
+      specs.push_back(make_spec(p, opts, {}, cancel));
+      shared.push_back(specs.back().shared);
     }
+    sched_->submit(std::move(specs));
     std::vector<GenerateResult> out;
     for (auto& sh : shared) out.push_back(wait(*sh));
     if (metrics) {
@@ -350,6 +351,7 @@ class EngineImpl final : public Engine {
     if (opts.top_logprobs < 0 || opts.top_logprobs > 20)
       fail_arg("top_logprobs must be in [0, 20]");
     std::vector<std::shared_ptr<RequestShared>> shared;
+    std::vector<RequestSpec> specs;
     for (const auto& p : prompts) {
       RequestSpec spec;
       spec.kind = RequestKind::classify;
@@ -361,8 +363,9 @@ class EngineImpl final : public Engine {
         spec.error = e.what();
       }
       shared.push_back(spec.shared);
-      sched_->submit(std::move(spec));
+      specs.push_back(std::move(spec));
     }
+    sched_->submit(std::move(specs));
     std::vector<ClassifyResult> out;
     for (auto& sh : shared) {
       wait(*sh);

@@ -90,6 +90,14 @@ void Scheduler::reset_stats() {
   stats_.preemptions = 0;
 }
 
+void Scheduler::submit(std::vector<RequestSpec> specs) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto& s : specs) incoming_.push_back(std::move(s));
+  }
+  cv_.notify_all();
+}
+
 EngineStats Scheduler::stats() const {
   std::lock_guard<std::mutex> lk(stats_mu_);
   EngineStats s = stats_;

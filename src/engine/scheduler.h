@@ -87,6 +87,9 @@ class Scheduler {
   ~Scheduler();  // cancels what is in flight and joins the thread
 
   void submit(RequestSpec spec);
+  // Several requests at once: the scheduler sees all of them in the same step (a batch's prompts
+  // are admitted together, budget permitting, instead of whichever arrived before a step began).
+  void submit(std::vector<RequestSpec> specs);
   EngineStats stats() const;
   // Zeroes the counters (steps, tokens, preemptions) for a fresh start after a warm-up.
   void reset_stats();

@@ -74,6 +74,25 @@ TEST(Engine, SubmitStreamsTheSameTokensAsGenerate) {
   EXPECT_EQ(text, want.text);
 }
 
+TEST(Engine, BatchPromptsShareTheFirstStep) {
+  // batch_generate hands its prompts to the scheduler together: one step prefills all four and
+  // samples each one's only token, whatever the scheduler thread was doing when they arrived;
+  // and no second forward runs, since each sampled token is its sequence's last by length (the
+  // pipelined scheduler does not schedule a sequence whose in-flight token ends it).
+  auto e = tiny_engine();
+  GenerateOptions g = greedy(1);
+  g.ignore_eos = true;
+  std::vector<Prompt> prompts;
+  for (int i = 0; i < 4; ++i) prompts.push_back(std::vector<int32_t>{2, 10 + i, 20 + i, 30 + i});
+  const auto res = e->batch_generate(prompts, g);
+  ASSERT_EQ(res.size(), 4u);
+  for (const auto& r : res) EXPECT_EQ(r.ids.size(), 1u) << r.error;
+  const EngineStats st = e->stats();
+  EXPECT_EQ(st.steps, 1);
+  EXPECT_EQ(st.prompt_tokens, 16);
+  EXPECT_EQ(st.generated_tokens, 4);
+}
+
 TEST(Engine, ChatUsesTheTemplate) {
   auto e = tiny_engine();
   std::vector<ChatMessage> m = {{"user", "Hi"}};
