@@ -570,21 +570,24 @@ void Scheduler::collect() {
   } catch (const std::exception& e) {
     error = std::string("sampling failed: ") + e.what();
   }
-  int64_t n = 0;
+  // Rows that still count: not finished, not preempted since.
+  std::erase_if(rows, [](const Outstanding& o) {
+    return o.seq->spec.shared->done || !o.seq->inflight || o.seq->tag != o.tag;
+  });
+  if (error.empty()) {  // counted before the requests can see their results
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    stats_.generated_tokens += static_cast<int64_t>(rows.size());
+  }
   for (const Outstanding& o : rows) {
     Sequence& s = *o.seq;
-    if (s.spec.shared->done || !s.inflight || s.tag != o.tag) continue;  // finished or preempted
     s.inflight = false;
     if (!error.empty()) {
       finish(s, FinishReason::error, error);
       continue;
     }
-    ++n;
     on_sampled(s, out.ids[o.row], out, o.row);
   }
   retired_.clear();
-  std::lock_guard<std::mutex> lk(stats_mu_);
-  stats_.generated_tokens += n;
 }
 
 void Scheduler::loop() {
