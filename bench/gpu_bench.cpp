@@ -133,16 +133,15 @@ struct Bench {
     for (int i = 0; i < n_new; ++i) {
       const double h0 = now_s();
       std::vector<BatchEntry> entries(S);
+      const bool on_device = pipelined && i > 0;  // row s of the last sample
+      static const int32_t placeholder = 0;
       for (int s = 0; s < S; ++s) {
-        const bool on_device = pipelined && i > 0;
-        if (!seqs[s]->reserve(on_device ? 1 : static_cast<int>(step_tokens[s].size())))
+        entries[s].tokens =
+            on_device ? std::span<const int32_t>(&placeholder, 1) : std::span(step_tokens[s]);
+        entries[s].sampled_row = on_device ? s : -1;
+        if (!seqs[s]->reserve(static_cast<int>(entries[s].tokens.size())))
           throw tessera::Error(tessera::ErrorKind::out_of_memory, "bench: KV pool too small");
         entries[s].kv = seqs[s].get();
-        entries[s].tokens = step_tokens[s];
-        if (on_device) {
-          entries[s].tokens = std::span<const int32_t>(step_tokens[s].data(), 1);
-          entries[s].sampled_row = s;
-        }
         entries[s].logits_last = true;
       }
       if (i == profile_step) cuda::profiler_range(true);
@@ -157,8 +156,8 @@ struct Bench {
         cuda::profiler_range(false);
         profile_step = -1;
       }
-      if (!pipelined || i == 0)
-        for (int s = 0; s < S; ++s) step_tokens[s].assign(1, out.ids.empty() ? 0 : out.ids[s]);
+      if (!pipelined)
+        for (int s = 0; s < S; ++s) step_tokens[s].assign(1, out.ids[s]);
     }
     if (pipelined) be.sample_wait(out);
     be.synchronize();

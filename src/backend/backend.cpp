@@ -35,13 +35,16 @@ void ComputeBackend::sample_wait(SampleOutput& out) {
   out = async_out_;
 }
 
-int32_t ComputeBackend::sampled_id(int row) const {
-  if (row < 0 || static_cast<size_t>(row) >= async_out_.ids.size())
-    throw Error(ErrorKind::invalid_argument, "upload: a token refers to row " +
-                                                 std::to_string(row) +
-                                                 " of the last sample, which had " +
-                                                 std::to_string(async_out_.ids.size()) + " rows");
-  return async_out_.ids[row];
+void ComputeBackend::check_sampled(const HostBatch& b, size_t rows) {
+  for (const HostBatch::Sampled& e : b.sampled) {
+    if (e.token < 0 || e.token >= b.num_tokens())
+      throw Error(ErrorKind::invalid_argument,
+                  "upload: a sampled token's index is outside the batch");
+    if (e.row < 0 || static_cast<size_t>(e.row) >= rows)
+      throw Error(ErrorKind::invalid_argument,
+                  "upload: a token refers to row " + std::to_string(e.row) +
+                      " of the last sample, which had " + std::to_string(rows) + " rows");
+  }
 }
 
 #ifndef TESSERA_HAVE_CUDA

@@ -268,12 +268,12 @@ class ComputeBackend {
 
  protected:
   // The default sample_async()'s result, kept until sample_wait(); its ids also serve the next
-  // upload()'s HostBatch::sampled (sampled_id()).
+  // upload()'s HostBatch::sampled.
   SampleOutput async_out_;
   bool async_pending_ = false;
-  // The id of row `row` of the last sample_async(); throws Error(invalid_argument) when there is
-  // no such row.
-  int32_t sampled_id(int row) const;
+  // For upload(): throws Error(invalid_argument) when an entry of b.sampled names a token outside
+  // the batch or a row outside the last sample's `rows`.
+  static void check_sampled(const HostBatch& b, size_t rows);
 };
 
 // The CPU backend (always available) and, when built with CUDA and a GPU is present, the CUDA one.

@@ -419,34 +419,34 @@ class EngineImpl final : public Engine {
   // pool (idle until the first request; nothing enters the prefix cache): cuBLASLt loads a GEMM
   // kernel the first time it runs it, ~2.5 ms per linear shape on the H200, which the first
   // prompt of each new length paid in its time to first token (12-15 ms instead of 2-4,
-  // bench/NOTES-cuda.md run 22); the kernels it picks for other lengths are mostly among these.
+  // bench/NOTES-cuda.md run 22); other lengths take these lengths' GEMM algorithms (linear.cu).
   void warm_up() {
     if (context_ < 2) return;
+    auto ids = [&](int n) {  // 1, 2, ..., n (mod the vocabulary)
+      std::vector<int32_t> t(static_cast<size_t>(n));
+      for (size_t i = 0; i < t.size(); ++i)
+        t[i] = static_cast<int32_t>((i + 1) % static_cast<size_t>(info().vocab_size));
+      return t;
+    };
     const int longest = std::min({512, sched_->options().max_batch_tokens, context_ - 1});
     for (int m = 16; m <= longest; m *= 2) {
       SequenceKv kv(*pool_);
       if (!kv.reserve(m)) break;
-      std::vector<int32_t> ids(static_cast<size_t>(m));
-      for (size_t i = 0; i < ids.size(); ++i)
-        ids[i] = static_cast<int32_t>((i + 1) % static_cast<size_t>(info().vocab_size));
+      const std::vector<int32_t> prompt = ids(m);
       BatchEntry e;
       e.kv = &kv;
-      e.tokens = ids;
+      e.tokens = prompt;
       e.logits_last = true;
-      const HostBatch hb = build_batch(*pool_, std::span<const BatchEntry>(&e, 1));
-      model_->forward(hb, pool_->layers());
-      backend_->synchronize();
-      kv.release_all();
+      model_->forward(build_batch(*pool_, std::span<const BatchEntry>(&e, 1)), pool_->layers());
+      kv.release_all();  // the next prefill's writes to these blocks follow on the same stream
     }
+    backend_->synchronize();                  // a failure shows here, at load
     const int n = std::min(8, context_ / 2);  // a context of 8 positions or fewer: half of it
     GenerateOptions g;
     g.max_tokens = std::min(4, context_ - n);
     g.ignore_eos = true;
     g.sampling.temperature = 0.f;
-    std::vector<int32_t> ids(static_cast<size_t>(n));
-    for (size_t i = 0; i < ids.size(); ++i)
-      ids[i] = static_cast<int32_t>((i + 1) % static_cast<size_t>(info().vocab_size));
-    const GenerateResult r = generate(Prompt{ids}, g, {}, CancelToken());
+    const GenerateResult r = generate(Prompt{ids(n)}, g, {}, CancelToken());
     if (r.finish_reason == FinishReason::error)
       fail(ErrorKind::internal, "the warm-up request at load failed: " + r.error);
     sched_->reset_stats();

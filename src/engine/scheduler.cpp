@@ -419,7 +419,7 @@ bool Scheduler::step() {
   if (batch.empty()) {
     if (!sample_pending_) return false;
     collect();  // nothing to run beside it: just take the last sample's ids
-    std::erase_if(running_, [](const auto& s) { return s->spec.shared->done; });
+    remove_finished();
     return true;
   }
 
@@ -533,10 +533,7 @@ bool Scheduler::step() {
     for (size_t i = 0; i < batch.size(); ++i)
       if (batch[i]->computed <= batch[i]->prompt_len) stats_.prompt_tokens += chunks[i];
   }
-  // Finished sequences leave the batch at once.
-  for (auto& s : running_)
-    if (s->spec.shared->done) drop(std::move(s));
-  std::erase_if(running_, [](const auto& s) { return !s; });
+  remove_finished();  // finished sequences leave the batch at once
   std::lock_guard<std::mutex> lk(stats_mu_);
   stats_.running = static_cast<int>(running_.size());
   stats_.waiting = static_cast<int>(waiting_.size());
@@ -552,6 +549,12 @@ void Scheduler::register_blocks(Sequence& s) {
   if (static_cast<int>(s.hashes.size()) < full) s.hashes = block_chain_hashes(s.tokens, bs);
   register_full_blocks(pool_, *s.kv, s.hashes, s.registered, full);
   s.registered = std::max(s.registered, full);
+}
+
+void Scheduler::remove_finished() {
+  for (auto& s : running_)
+    if (s->spec.shared->done) drop(std::move(s));
+  std::erase_if(running_, [](const auto& s) { return !s; });
 }
 
 void Scheduler::drop(std::unique_ptr<Sequence> s) {

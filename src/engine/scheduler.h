@@ -109,6 +109,7 @@ class Scheduler {
   // Destroys a sequence that left running_ / waiting_, or keeps it until collect() when the
   // outstanding sample may still name it.
   void drop(std::unique_ptr<Sequence> s);
+  void remove_finished();  // drop()s the finished sequences of running_
   void register_blocks(Sequence& s);
 
   Model& model_;

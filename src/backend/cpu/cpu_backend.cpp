@@ -91,13 +91,9 @@ class CpuBackend final : public ComputeBackend {
     v.num_seqs = b.num_seqs();
     v.tokens = b.tokens.data();
     if (!b.sampled.empty()) {  // ids of the last sample_async (already on the host here)
+      check_sampled(b, async_out_.ids.size());
       tokens_ = b.tokens;
-      for (const HostBatch::Sampled& e : b.sampled) {
-        if (e.token < 0 || e.token >= b.num_tokens())
-          throw Error(ErrorKind::invalid_argument,
-                      "upload: a sampled token's index is outside the batch");
-        tokens_[e.token] = sampled_id(e.row);
-      }
+      for (const HostBatch::Sampled& e : b.sampled) tokens_[e.token] = async_out_.ids[e.row];
       v.tokens = tokens_.data();
     }
     v.positions = b.positions.data();

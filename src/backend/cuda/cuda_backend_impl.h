@@ -311,7 +311,7 @@ class CudaBackend final : public ComputeBackend {
   void sample(Tensor logits, const SampleBatch& batch, SampleOutput& out) override;
   void sample_async(Tensor logits, const SampleBatch& batch) override;
   void sample_wait(SampleOutput& out) override;
-  void download_sampled(void* host, const void* dev, size_t bytes);
+  void download_sampled(char* host, const void* dev, size_t bytes, int rows);
 
  private:
   void no_alloc_while_capturing(const char* what) {
@@ -488,21 +488,21 @@ class CudaBackend final : public ComputeBackend {
   PinnedBuffer sample_host_;
   GrowBuffer sample_dev_, sample_work_, greedy_dev_, greedy_counters_;
   size_t greedy_counter_count_ = 0;
-  // The outstanding sample_async(): where its results land in sample_host_ and what to read.
-  struct PendingSample {
+  // The last sample_async(): whether it still awaits sample_wait(), where its results land in
+  // sample_host_ and what to read there, and its ids on the device (upload()'s
+  // HostBatch::sampled).
+  struct LastSample {
     bool pending = false;
     int rows = 0, top_n = 0;
     bool any_lp = false;
     const char* host = nullptr;
+    const int32_t* dev_ids = nullptr;
     size_t b_ids = 0, b_lp = 0, b_tid = 0;  // offsets of the logprobs and top lists after host
     std::vector<int> row_top_n;             // per row: top logprobs wanted, -1: no logprob
-  } pend_;
+  } sampled_;
   // sample_inputs_: parameters on the device (up_stream_); sample_ready_: the sampler's kernels
   // done (stream_); sample_done_: its results in sample_host_ (down_stream_).
   cudaEvent_t sample_done_ = nullptr, sample_ready_ = nullptr, sample_inputs_ = nullptr;
-  // The last sample's ids on the device (rows of them), for upload()'s HostBatch::sampled.
-  const int32_t* last_ids_dev_ = nullptr;
-  int last_ids_rows_ = 0;
 };
 
 }  // namespace tessera::cuda

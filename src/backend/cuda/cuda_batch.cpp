@@ -62,16 +62,8 @@ BatchView CudaBackend::upload(const HostBatch& b) {
     o_sm[g] = take(Tp);
   }
   const size_t o_lr = take(std::max(Rp, 1));
-  const int n_sampled = static_cast<int>(b.sampled.size());
   const size_t bytes = off * sizeof(int32_t);
-  if (n_sampled > 0 && !last_ids_dev_) fail_arg("upload: sampled tokens but no sample was issued");
-  for (const HostBatch::Sampled& e : b.sampled) {
-    if (e.token < 0 || e.token >= T)
-      fail_arg("upload: a sampled token's index is outside the batch");
-    if (e.row < 0 || e.row >= last_ids_rows_)
-      fail_arg("upload: a token refers to row " + std::to_string(e.row) +
-               " of the last sample, which had " + std::to_string(last_ids_rows_) + " rows");
-  }
+  check_sampled(b, sampled_.dev_ids ? sampled_.rows : 0);
 
   auto* h = static_cast<int32_t*>(host_staging(bytes));
   auto put = [&](size_t o, const std::vector<int32_t>& v, size_t n_pad, int32_t fill) {
@@ -108,7 +100,7 @@ BatchView CudaBackend::upload(const HostBatch& b) {
   TS_CUDA(cudaMemcpyAsync(st, h, bytes, cudaMemcpyHostToDevice, up_stream_));
   TS_CUDA(cudaEventRecord(batch_copied_, up_stream_));
   TS_CUDA(cudaStreamWaitEvent(stream_, batch_copied_));
-  install_batch(d, st, off, o_tok, Tp, last_ids_dev_, stream_);
+  install_batch(d, st, off, o_tok, Tp, sampled_.dev_ids, stream_);
   TS_CUDA(cudaEventRecord(batch_installed_, stream_));
 
   BatchView v;

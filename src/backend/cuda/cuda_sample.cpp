@@ -13,7 +13,7 @@ void CudaBackend::sample(Tensor logits, const SampleBatch& batch, SampleOutput& 
 // records sample_done_; sample_wait() waits for that event only, so a forward issued in between
 // runs on the GPU while the host waits.
 void CudaBackend::sample_async(Tensor logits, const SampleBatch& batch) {
-  if (pend_.pending) fail_arg("sample_async: the previous sample was not waited for");
+  if (sampled_.pending) fail_arg("sample_async: the previous sample was not waited for");
   flush();
   const int R = static_cast<int>(batch.rows.size());
   const int V = static_cast<int>(logits.cols);
@@ -81,13 +81,7 @@ void CudaBackend::sample_async(Tensor logits, const SampleBatch& batch) {
     if (sample_host_.size() < static_cast<size_t>(R) * 4)
       sample_host_ =
           PinnedBuffer(std::max<size_t>(4096, 2 * static_cast<size_t>(R) * 4), "sampling staging");
-    download_sampled(sample_host_.data(), ws, static_cast<size_t>(R) * 4);
-    pend_ = PendingSample{};
-    pend_.pending = true;
-    pend_.rows = R;
-    pend_.host = sample_host_.as<const char>();
-    last_ids_dev_ = reinterpret_cast<const int32_t*>(ws);
-    last_ids_rows_ = R;
+    download_sampled(sample_host_.as<char>(), ws, static_cast<size_t>(R) * 4, R);
     return;
   }
   // Inputs: rows, penalty ids, counts, suppressed ids; outputs: ids, lp, top ids, top lp.
@@ -126,52 +120,53 @@ void CudaBackend::sample_async(Tensor logits, const SampleBatch& batch) {
   // Only what was asked for crosses back.
   char* hout = h + in_bytes;
   const size_t back = any_lp ? out_bytes : b_ids;
-  download_sampled(hout, dout, back);
-  pend_ = PendingSample{};
-  pend_.pending = true;
-  pend_.rows = R;
-  pend_.top_n = top_n;
-  pend_.any_lp = any_lp;
-  pend_.host = hout;
-  pend_.b_ids = b_ids;
-  pend_.b_lp = b_lp;
-  pend_.b_tid = b_tid;
-  pend_.row_top_n.resize(R);
-  for (int r = 0; r < R; ++r) pend_.row_top_n[r] = rows[r].want_logprob ? rows[r].top_n : -1;
-  last_ids_dev_ = reinterpret_cast<const int32_t*>(dout);
-  last_ids_rows_ = R;
+  download_sampled(hout, dout, back, R);
+  sampled_.top_n = top_n;
+  sampled_.any_lp = any_lp;
+  sampled_.b_ids = b_ids;
+  sampled_.b_lp = b_lp;
+  sampled_.b_tid = b_tid;
+  sampled_.row_top_n.resize(R);
+  for (int r = 0; r < R; ++r) sampled_.row_top_n[r] = rows[r].want_logprob ? rows[r].top_n : -1;
 }
 
 // The results' copy to the host on down_stream_, so that the compute stream goes on to the next
-// forward without waiting for it.
-void CudaBackend::download_sampled(void* host, const void* dev, size_t bytes) {
+// forward without waiting for it; the `rows` ids lead both `dev` and `host`. The sample becomes
+// sampled_, pending until sample_wait().
+void CudaBackend::download_sampled(char* host, const void* dev, size_t bytes, int rows) {
   TS_CUDA(cudaEventRecord(sample_ready_, stream_));
   TS_CUDA(cudaStreamWaitEvent(down_stream_, sample_ready_));
   TS_CUDA(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, down_stream_));
   TS_CUDA(cudaEventRecord(sample_done_, down_stream_));
+  sampled_ = LastSample{};
+  sampled_.pending = true;
+  sampled_.rows = rows;
+  sampled_.host = host;
+  sampled_.dev_ids = static_cast<const int32_t*>(dev);
 }
 
 void CudaBackend::sample_wait(SampleOutput& out) {
-  if (!pend_.pending) fail_arg("sample_wait: no sample is outstanding");
-  pend_.pending = false;
+  if (!sampled_.pending) fail_arg("sample_wait: no sample is outstanding");
+  sampled_.pending = false;
   TS_CUDA(cudaEventSynchronize(sample_done_));
-  const int R = pend_.rows, top_n = pend_.top_n;
-  const char* hout = pend_.host;
+  const int R = sampled_.rows, top_n = sampled_.top_n;
+  const char* hout = sampled_.host;
   out.top_n = top_n;
   out.ids.assign(reinterpret_cast<const int32_t*>(hout),
                  reinterpret_cast<const int32_t*>(hout) + R);
   out.logprobs.clear();
   out.top_ids.assign(static_cast<size_t>(R) * top_n, -1);
   out.top_logprobs.assign(static_cast<size_t>(R) * top_n, -std::numeric_limits<float>::infinity());
-  if (!pend_.any_lp) return;
+  if (!sampled_.any_lp) return;
   out.logprobs.assign(R, 0.f);
-  const float* lp = reinterpret_cast<const float*>(hout + pend_.b_ids);
-  const int32_t* tid = reinterpret_cast<const int32_t*>(hout + pend_.b_ids + pend_.b_lp);
-  const float* tlp = reinterpret_cast<const float*>(hout + pend_.b_ids + pend_.b_lp + pend_.b_tid);
+  const float* lp = reinterpret_cast<const float*>(hout + sampled_.b_ids);
+  const int32_t* tid = reinterpret_cast<const int32_t*>(hout + sampled_.b_ids + sampled_.b_lp);
+  const float* tlp =
+      reinterpret_cast<const float*>(hout + sampled_.b_ids + sampled_.b_lp + sampled_.b_tid);
   for (int r = 0; r < R; ++r) {
-    if (pend_.row_top_n[r] < 0) continue;  // no logprob asked
+    if (sampled_.row_top_n[r] < 0) continue;  // no logprob asked
     out.logprobs[r] = lp[r];
-    for (int k = 0; k < pend_.row_top_n[r]; ++k) {
+    for (int k = 0; k < sampled_.row_top_n[r]; ++k) {
       out.top_ids[static_cast<size_t>(r) * top_n + k] = tid[static_cast<size_t>(r) * top_n + k];
       out.top_logprobs[static_cast<size_t>(r) * top_n + k] =
           tlp[static_cast<size_t>(r) * top_n + k];
