@@ -288,8 +288,10 @@ TEST(CudaOps, LinearAllPaths) {
 // Decode-sized batches: add_rms_norm followed by a GEMV on its output runs as one kernel (the
 // GEMV computes the norm), and a gate_up GEMV followed by gated_act as another (the GEMV's
 // epilogue). Both must match the CPU ops, and match the CUDA backend's own unfused kernels (with
-// the same GEMV kernel) bit for bit: the fused code runs their arithmetic. With and without the
-// norm on y, with a bias, for M = 1, 2 and 5.
+// the same GEMV kernel) bit for bit: the fused code runs their arithmetic -- except the streaming
+// GEMV at M = 1, which applies the norm's scales after its dot products (DEFER in linear.cu: its
+// input is not rounded to bf16), so there it must agree within bf16 rounding. With and without
+// the norm on y, with a bias, for M = 1, 2 and 5.
 #ifdef TESSERA_HAVE_CUDA
 namespace {
 
@@ -346,7 +348,8 @@ TEST(CudaOps, DecodeGemvFusions) {
       {1, 1536, 1152, false, true, false}, {2, 1536, 1152, false, false, true},
       {5, 1152, 1152, false, true, false}, {1, 13824, 1152, true, true, false},
       {2, 13824, 1152, true, true, true},  {5, 1024, 576, true, false, false},
-      {1, 2304, 6912, false, true, false}};
+      {1, 2304, 6912, false, true, false}, {1, 1536, 1152, false, false, true},
+      {1, 13824, 1152, true, false, true}};
   for (const FusedCase& c : cases) {
     for (Activation act : {Activation::gelu_tanh, Activation::silu}) {
       if (!c.gated && act == Activation::silu) continue;
@@ -370,9 +373,15 @@ TEST(CudaOps, DecodeGemvFusions) {
         EXPECT_LT(rel_err(fused.res, ref.res), 1e-5) << what.str();
         EXPECT_LT(rel_err(fused.h, ref.h), kBf16Tol) << what.str();
         EXPECT_LT(rel_err(fused.out, ref.out), kBf16Tol) << what.str();
-        EXPECT_EQ(fused.res, plain.res) << what.str();
-        EXPECT_EQ(fused.h, plain.h) << what.str();
-        EXPECT_EQ(fused.out, plain.out) << what.str();
+        if (kind == 3 && c.M == 1) {  // the deferred norm: v to an ulp, h and out to bf16
+          EXPECT_LT(rel_err(fused.res, plain.res), 1e-6) << what.str();
+          EXPECT_LT(rel_err(fused.h, plain.h), 6e-3) << what.str();
+          EXPECT_LT(rel_err(fused.out, plain.out), 6e-3) << what.str();
+        } else {
+          EXPECT_EQ(fused.res, plain.res) << what.str();
+          EXPECT_EQ(fused.h, plain.h) << what.str();
+          EXPECT_EQ(fused.out, plain.out) << what.str();
+        }
       }
     }
   }

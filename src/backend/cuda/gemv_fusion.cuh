@@ -44,6 +44,102 @@ __device__ __forceinline__ void gemv_norm_prologue(const GemvFusion& f, int n, u
   __syncthreads();
 }
 
+// The deferred norm prologue (M = 1, the streaming GEMV's DEFER variant). add_rms_norm gives the
+// GEMV x = s_h * (r + s_y * y w_y) * w_out with two scalars s_y = 1 / rms(y) and s_h = 1 / rms(v);
+// both factor out of the dot products, W x = s_h * (W P + s_y * W Q) with P = r * w_out and
+// Q = y w_y * w_out, so the block stores P and Q (f32) and starts streaming after one barrier,
+// instead of waiting for two block reductions and a bf16 pass over h (run 19's timeline: 0.67 us
+// per reduction, twice per prologue, twice per layer). The scalars come from four sums taken in
+// the same pass, sum(v^2) = sum(r^2) + 2 s_y sum(r y w_y) + s_y^2 sum((y w_y)^2), exchanged
+// through `nred` (32 floats: 8 warps x 4) at that barrier. Shared memory: [n] f32 each P, Q, r,
+// y w_y (gemv_defer_bytes); r and y w_y are kept for the last block's write-back of v and h.
+// Without w_y (a plain residual add) s_y = 1 and y w_y = y.
+__host__ __device__ inline size_t gemv_defer_bytes(int64_t n) {
+  return static_cast<size_t>(n) * 16;
+}
+
+__device__ __forceinline__ void gemv_defer_prologue(const GemvFusion& f, int n, unsigned char* smem,
+                                                    float* nred, float& s_y, float& s_h) {
+  constexpr int kT = 256, kPer = 5;
+  float* P = reinterpret_cast<float*>(smem);
+  float* Q = P + n;
+  float* R = Q + n;
+  float* YW = R + n;
+  float sy = 0.f, sr = 0.f, sry = 0.f, sww = 0.f;
+  auto one = [&](int i, float y, float r, float wy, float wo) {
+    const float yw = f.w_y ? __fmul_rn(y, wy) : y;
+    P[i] = __fmul_rn(r, wo);
+    Q[i] = __fmul_rn(yw, wo);
+    R[i] = r;
+    YW[i] = yw;
+    sy = __fmaf_rn(y, y, sy);
+    sr = __fmaf_rn(r, r, sr);
+    sry = __fmaf_rn(r, yw, sry);
+    sww = __fmaf_rn(yw, yw, sww);
+  };
+  {
+    // Every load of the first kPer elements in flight before any is used (5: n <= 1280 in one
+    // round; 8 took the qkv kernel past the 104 registers that leave room for the attention).
+    float y[kPer], r[kPer], wy[kPer], wo[kPer];
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int i = threadIdx.x + k * kT;
+      y[k] = i < n ? to_f32(f.y[i]) : 0.f;
+      r[k] = i < n ? f.res[i] : 0.f;
+      wy[k] = f.w_y && i < n ? f.w_y[i] : 0.f;
+      wo[k] = i < n ? f.w_out[i] : 0.f;
+    }
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int i = threadIdx.x + k * kT;
+      if (i < n) one(i, y[k], r[k], wy[k], wo[k]);
+    }
+  }
+  for (int i = threadIdx.x + kPer * kT; i < n; i += kT)
+    one(i, to_f32(f.y[i]), f.res[i], f.w_y ? f.w_y[i] : 0.f, f.w_out[i]);
+  sy = warp_sum(sy);
+  sr = warp_sum(sr);
+  sry = warp_sum(sry);
+  sww = warp_sum(sww);
+  const int warp = threadIdx.x >> 5;
+  if ((threadIdx.x & 31) == 0) {
+    nred[warp * 4 + 0] = sy;
+    nred[warp * 4 + 1] = sr;
+    nred[warp * 4 + 2] = sry;
+    nred[warp * 4 + 3] = sww;
+  }
+  __syncthreads();
+  float t[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+  for (int w = 0; w < kT / 32; ++w)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) t[j] = __fadd_rn(t[j], nred[w * 4 + j]);
+  const float fn = static_cast<float>(n);
+  s_y = f.w_y ? __frcp_rn(__fsqrt_rn(__fadd_rn(__fdiv_rn(t[0], fn), f.eps))) : 1.f;
+  // sum(v^2) from the expansion; clamped at 0 against rounding when v nearly cancels.
+  const float ss = fmaxf(__fmaf_rn(s_y, __fmaf_rn(s_y, t[3], __fmul_rn(2.f, t[2])), t[1]), 0.f);
+  s_h = __frcp_rn(__fsqrt_rn(__fadd_rn(__fdiv_rn(ss, fn), f.eps)));
+}
+
+// DEFER's write-back by the last block (as gemv_norm_writeback): v = r + s_y * y w_y and
+// h = bf16(s_h * (P + s_y * Q)), from the prologue's shared memory.
+__device__ __forceinline__ void gemv_defer_writeback(const GemvFusion& f, int n,
+                                                     const unsigned char* smem, int ticket,
+                                                     int* is_last, float s_y, float s_h) {
+  if (threadIdx.x == 0) *is_last = ticket == static_cast<int>(gridDim.x) - 1;
+  __syncthreads();
+  if (!*is_last) return;
+  const float* P = reinterpret_cast<const float*>(smem);
+  const float* Q = P + n;
+  const float* R = Q + n;
+  const float* YW = R + n;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    f.res[i] = __fmaf_rn(s_y, YW[i], R[i]);
+    f.h[i] = from_f32<bf16>(__fmul_rn(s_h, __fmaf_rn(s_y, Q[i], P[i])));
+  }
+  if (threadIdx.x == 0) *f.counter = 0;
+}
+
 // The block whose ticket (taken after its prologue) is the last writes the new residual and h
 // from its shared memory: every block had read the old residual before taking its ticket.
 template <int M>

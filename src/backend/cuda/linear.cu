@@ -68,6 +68,29 @@ __device__ __forceinline__ void dot8f(uint4 w, float4 a, float4 b, float& s0, fl
   s1 = fmaf(wb.w, b.w, s1);
 }
 
+// w (8 bf16) . p and w . q (8 f32 each, two float4) into sp and sq: the deferred norm's two sums.
+__device__ __forceinline__ void dot8pq(uint4 w, float4 p0, float4 p1, float4 q0, float4 q1,
+                                       float& sp, float& sq) {
+  float4 wa, wb;
+  widen_bf16x8(w, wa, wb);
+  sp = fmaf(wa.x, p0.x, sp);
+  sq = fmaf(wa.x, q0.x, sq);
+  sp = fmaf(wa.y, p0.y, sp);
+  sq = fmaf(wa.y, q0.y, sq);
+  sp = fmaf(wa.z, p0.z, sp);
+  sq = fmaf(wa.z, q0.z, sq);
+  sp = fmaf(wa.w, p0.w, sp);
+  sq = fmaf(wa.w, q0.w, sq);
+  sp = fmaf(wb.x, p1.x, sp);
+  sq = fmaf(wb.x, q1.x, sq);
+  sp = fmaf(wb.y, p1.y, sp);
+  sq = fmaf(wb.y, q1.y, sq);
+  sp = fmaf(wb.z, p1.z, sp);
+  sq = fmaf(wb.z, q1.z, sq);
+  sp = fmaf(wb.w, p1.w, sp);
+  sq = fmaf(wb.w, q1.w, sq);
+}
+
 // GEMV for small M: 8 warps per block, one output row per warp, K split over `wpr` warps when N
 // is too small to fill the GPU. Each lane keeps kU 16-byte evict-first weight loads in flight,
 // in guarded batches (no serial remainder loop); the first batch is issued before waiting on the
@@ -167,6 +190,10 @@ void launch_gemv(int M, const bf16* W, int64_t N, int64_t K, const bf16* x, int6
 //    back, after every block has read the old residual.
 //  - gated: W is [gate; up] (2 I rows); an item is the pair (i, I + i) and the output is
 //    act(bf16(g)) * bf16(u), rounded as gated_act rounds gate_up's bf16 output.
+// DEFER (M = 1 with the norm and x in f32): the norm's scales are applied after the dot products
+// (gemv_defer_prologue): each lane sums w . P and w . Q, the row is s_h * (W P + s_y * W Q). The
+// GEMV's input is then v * s_h * w_out in f32 instead of its bf16 rounding, so its sums differ
+// from the unfused kernels' in the last bits (within bf16 rounding of the output).
 constexpr int kStreamBlocksPerSm = 2;
 constexpr int kStreamMaxItems = 64;
 constexpr size_t kStreamMaxSmem = 96u << 10;
@@ -174,8 +201,9 @@ constexpr size_t kStreamMaxSmem = 96u << 10;
 // KU: loads per lane per row of an item. Every item's loads are issued one item ahead. Measured
 // (bench/NOTES-cuda.md run 10): fewer registers (KU = 5, no look-ahead for gated items, 3-4
 // blocks per SM so that the next kernel's blocks fit beside these) lost 15% on decode_b1.
-template <int M, class TO, bool NORM, bool GATED, int KU, bool XF>
+template <int M, class TO, bool NORM, bool GATED, int KU, bool XF, bool DEFER>
 __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(GemvArgs a) {
+  static_assert(!DEFER || (M == 1 && NORM && XF), "DEFER: M = 1 with the norm, x in f32");
   constexpr int R = GATED ? 2 : 1;  // rows per item
   __shared__ float red[kStreamMaxItems][R][M];
   __shared__ float nred[32];
@@ -210,7 +238,11 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(Ge
   pdl_trigger();
   const bf16* x = a.x;
   int64_t xs = a.xs;
-  if constexpr (NORM) {
+  float s_y = 1.f, s_h = 1.f;  // DEFER: the norm's scales
+  if constexpr (DEFER) {
+    gemv_defer_prologue(a.f, K8 * 8, stream_smem, nred, s_y, s_h);
+    if (tid == 0) ticket = atomicAdd(a.f.counter, 1);
+  } else if constexpr (NORM) {
     gemv_norm_prologue<M>(a.f, K8 * 8, stream_smem, nred);
     // This block has read the old residual: take a ticket now, look at it at the end (the
     // atomic's round trip overlaps the reductions instead of delaying them).
@@ -219,8 +251,11 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(Ge
     xs = K8 * 8;
   }
   // XF: x as f32 in shared memory [M][K] (after the norm's bytes), converted once per block.
-  float* xf = reinterpret_cast<float*>(stream_smem + (NORM ? gemv_norm_bytes(M, K8 * 8) : 0));
-  if constexpr (XF) {
+  // DEFER: P at xf, Q after it (written by the prologue).
+  float* xf =
+      reinterpret_cast<float*>(stream_smem + (NORM && !DEFER ? gemv_norm_bytes(M, K8 * 8) : 0));
+  const float* xq = xf + K8 * 8;
+  if constexpr (XF && !DEFER) {
 #pragma unroll 4
     for (int i = tid; i < M * K8; i += 256) {
       const int m = i / K8, c = i - m * K8;
@@ -231,7 +266,13 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(Ge
     }
     __syncthreads();
   }
-  auto store = [&](int m, int row, float g, float u) { gemv_store<TO, GATED>(a, m, row, g, u); };
+  auto store = [&](int m, int row, float g, float u) {
+    if constexpr (DEFER) {
+      g = __fmul_rn(s_h, g);
+      u = __fmul_rn(s_h, u);
+    }
+    gemv_store<TO, GATED>(a, m, row, g, u);
+  };
   auto reduce_item = [&](const uint4(&cur)[R][KU], int it) {
     float acc[R][M], acc2[R][M];
 #pragma unroll
@@ -244,7 +285,14 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(Ge
       if (c < hi) {
 #pragma unroll
         for (int m = 0; m < M; ++m) {
-          if constexpr (XF) {
+          if constexpr (DEFER) {
+            // acc: w . P, acc2: w . Q (one chain each)
+            const float4* pv = reinterpret_cast<const float4*>(xf);
+            const float4* qv = reinterpret_cast<const float4*>(xq);
+            const float4 p0 = pv[2 * c], p1 = pv[2 * c + 1], q0 = qv[2 * c], q1 = qv[2 * c + 1];
+#pragma unroll
+            for (int h = 0; h < R; ++h) dot8pq(cur[h][u], p0, p1, q0, q1, acc[h][m], acc2[h][m]);
+          } else if constexpr (XF) {
             const float4* xv =
                 reinterpret_cast<const float4*>(xf + static_cast<size_t>(m) * K8 * 8);
             const float4 x0 = xv[2 * c], x1 = xv[2 * c + 1];
@@ -259,7 +307,12 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(Ge
         }
       }
     }
-    if constexpr (XF) {
+    if constexpr (DEFER) {
+#pragma unroll
+      for (int h = 0; h < R; ++h)
+#pragma unroll
+        for (int m = 0; m < M; ++m) acc[h][m] = __fmaf_rn(s_y, acc2[h][m], acc[h][m]);
+    } else if constexpr (XF) {
 #pragma unroll
       for (int h = 0; h < R; ++h)
 #pragma unroll
@@ -305,7 +358,11 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(Ge
       store(m, rb0 + i, v[0], GATED ? v[R - 1] : 0.f);
     }
   }
-  if constexpr (NORM) gemv_norm_writeback<M>(a.f, K8 * 8, stream_smem, ticket, &is_last);
+  if constexpr (DEFER) {
+    gemv_defer_writeback(a.f, K8 * 8, stream_smem, ticket, &is_last, s_y, s_h);
+  } else if constexpr (NORM) {
+    gemv_norm_writeback<M>(a.f, K8 * 8, stream_smem, ticket, &is_last);
+  }
 }
 
 bool stream_xf_enabled() {
@@ -327,25 +384,42 @@ int stream_wpr(int64_t rows, int64_t K, int sms, int ku) {
   return wpr;
 }
 
-template <int M, class TO, bool NORM, bool GATED, int KU, bool XF>
+template <int M, class TO, bool NORM, bool GATED, int KU, bool XF, bool DEFER = false>
 void launch_stream_k(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_t st) {
   static const bool configured = [] {
-    TS_CUDA(cudaFuncSetAttribute(gemv_stream_kernel<M, TO, NORM, GATED, KU, XF>,
+    TS_CUDA(cudaFuncSetAttribute(gemv_stream_kernel<M, TO, NORM, GATED, KU, XF, DEFER>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  static_cast<int>(kStreamMaxSmem)));
     return true;
   }();
   (void)configured;
-  launch(gemv_stream_kernel<M, TO, NORM, GATED, KU, XF>, grid, 256, smem, st, "linear (gemv)", a);
+  launch(gemv_stream_kernel<M, TO, NORM, GATED, KU, XF, DEFER>, grid, 256, smem, st,
+         "linear (gemv)", a);
+}
+
+bool stream_defer_enabled() {
+  static const bool on =
+      !(std::getenv("TESSERA_GEMV_DEFER") && std::string(std::getenv("TESSERA_GEMV_DEFER")) == "0");
+  return on;
 }
 
 // Gated items hold two rows: 5 loads per lane per row (K <= 1280 per slice), else 8. x goes to
-// shared memory as f32 at M = 1 when it fits (TESSERA_GEMV_XF=0 turns that off).
+// shared memory as f32 at M = 1 when it fits (TESSERA_GEMV_XF=0 turns that off); with the norm
+// there, the deferred prologue (TESSERA_GEMV_DEFER=0 turns it off: decode_b1 1,068-1,069 ->
+// 1,101 tok/s, bench/NOTES-cuda.md run 23).
 template <int M, class TO, bool NORM, bool GATED>
 void launch_stream_t(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_t st) {
   constexpr int KU = GATED ? 5 : kU;
   const size_t xf = static_cast<size_t>(M) * a.K8 * 8 * 4;
   if constexpr (M == 1) {  // at M = 2 it measured slower (gate_up 12.7 -> 14.3 us, run 15)
+    if constexpr (NORM) {
+      if (stream_xf_enabled() && stream_defer_enabled() &&
+          gemv_defer_bytes(static_cast<int64_t>(a.K8) * 8) <= kStreamMaxSmem) {
+        launch_stream_k<M, TO, NORM, GATED, KU, true, true>(
+            a, grid, gemv_defer_bytes(static_cast<int64_t>(a.K8) * 8), st);
+        return;
+      }
+    }
     if (stream_xf_enabled() && smem + xf <= kStreamMaxSmem) {
       launch_stream_k<M, TO, NORM, GATED, KU, true>(a, grid, smem + xf, st);
       return;
