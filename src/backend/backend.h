@@ -106,6 +106,9 @@ struct BatchView {
   Group groups[kMaxKvGroups];
   const int32_t* logit_rows = nullptr;  // [R] rows whose logits are wanted
   int num_logit_rows = 0;
+  // Every token is a logits row, in order (logit_rows[i] == i for every real token: a decode
+  // step), so a model may take the logits of its hidden rows without gathering them.
+  bool logit_rows_all = false;
 };
 
 // The host-side batch a scheduler builds; ComputeBackend::upload turns it into a BatchView.
@@ -129,6 +132,13 @@ struct HostBatch {
 
   int num_tokens() const { return static_cast<int>(tokens.size()); }
   int num_seqs() const { return static_cast<int>(seq_q_len.size()); }
+  // Whether logit_rows is 0, 1, ..., num_tokens() - 1 (BatchView::logit_rows_all).
+  bool logits_every_row() const {
+    if (logit_rows.size() != tokens.size()) return false;
+    for (size_t i = 0; i < logit_rows.size(); ++i)
+      if (logit_rows[i] != static_cast<int32_t>(i)) return false;
+    return true;
+  }
 };
 
 // Sampling parameters of one logits row. The chain, in order: penalties (repetition as in

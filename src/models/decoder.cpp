@@ -135,13 +135,22 @@ Tensor DecoderModel::forward(const HostBatch& hb, std::span<const KvLayerView> k
                       &L.pre_ff_norm.view, s.eps, h);
       be.linear_gated(h, *L.gate_up, nullptr, s.act, gu, a);
       be.linear(a, *L.down, nullptr, o);
-      const Tensor* next_norm = l + 1 < layers_.size() ? &layers_[l + 1].input_norm.view : nullptr;
+      // After the last layer, when every row is a logits row (a decode step), the final norm
+      // rides on the residual add (one op instead of add, gather and norm).
+      const bool last = l + 1 == layers_.size();
+      const Tensor* next_norm = !last                       ? &layers_[l + 1].input_norm.view
+                                : R > 0 && b.logit_rows_all ? &final_norm_.view
+                                                            : nullptr;
       be.add_rms_norm(x, o, s.sandwich_norms ? &L.post_ff_norm.view : nullptr, next_norm, s.eps, h);
     }
     if (R == 0) return;
-    be.gather_rows(x, b.logit_rows, R, xr);
-    be.rms_norm(xr, final_norm_.view, s.eps, hr);
-    be.linear(hr, lm_head_ ? *lm_head_ : *embed_, nullptr, lg);
+    Tensor hl = h.rows_from(0, R);
+    if (!b.logit_rows_all) {
+      be.gather_rows(x, b.logit_rows, R, xr);
+      be.rms_norm(xr, final_norm_.view, s.eps, hr);
+      hl = hr;
+    }
+    be.linear(hl, lm_head_ ? *lm_head_ : *embed_, nullptr, lg);
     if (s.final_softcap > 0) be.softcap(lg, s.final_softcap);
   });
   return lg.rows_from(0, R);

@@ -114,6 +114,7 @@ class CpuBackend final : public ComputeBackend {
     }
     v.logit_rows = b.logit_rows.data();
     v.num_logit_rows = static_cast<int>(b.logit_rows.size());
+    v.logit_rows_all = b.logits_every_row();
     return v;
   }
 

@@ -40,9 +40,10 @@ void convert_host(const void* src, DType src_dt, void* dst, DType dst_dt, size_t
 struct GraphKey {
   int T, S, R, groups;
   int mb[kMaxKvGroups];
+  bool rows_all;  // BatchView::logit_rows_all: the model's ops differ with it
   bool operator<(const GraphKey& o) const {
-    return std::tie(T, S, R, groups, mb[0], mb[1], mb[2], mb[3]) <
-           std::tie(o.T, o.S, o.R, o.groups, o.mb[0], o.mb[1], o.mb[2], o.mb[3]);
+    return std::tie(T, S, R, groups, mb[0], mb[1], mb[2], mb[3], rows_all) <
+           std::tie(o.T, o.S, o.R, o.groups, o.mb[0], o.mb[1], o.mb[2], o.mb[3], o.rows_all);
   }
 };
 

@@ -127,7 +127,8 @@ BatchView CudaBackend::upload(const HostBatch& b) {
   last_.tokens = v.tokens;
   last_.n_single = n_single + (Sp - S);
   last_.graphable = graphable;
-  last_.key = GraphKey{Tp, Sp, Rp, G, {mb[0], mb[1], mb[2], mb[3]}};
+  v.logit_rows_all = b.logits_every_row();  // padded rows then see their own (padding) rows
+  last_.key = GraphKey{Tp, Sp, Rp, G, {mb[0], mb[1], mb[2], mb[3]}, v.logit_rows_all};
   return v;
 }
 
