@@ -18,6 +18,15 @@ __host__ __device__ inline size_t gemv_norm_bytes(int M, int64_t n) {
   return static_cast<size_t>(M) * n * 6;
 }
 
+// Where element i of an f32 row of n (n % 8 == 0) sits in the streaming GEMV's shared-memory
+// copy of x: two planes, elements 8c..8c+3 of every group at float4 c of the first, 8c+4..8c+7 at
+// float4 c of the second. A lane that reads group c (its 16-byte weight load) then reads float4
+// c of each plane: 16-byte strides across the warp, conflict-free, where one plane of 32-byte
+// groups made every 16-byte read a 2-way bank conflict (twice the shared-memory cycles).
+__host__ __device__ inline int x_plane_index(int i, int n) {
+  return (i & 4 ? n / 2 : 0) + (i >> 3) * 4 + (i & 3);
+}
+
 // Eight bf16 (a 16-byte load) as f32, in order: a bf16 is the high half of its f32, so each
 // widens with one shift or mask.
 __device__ __forceinline__ void widen_bf16x8(uint4 v, float4& lo, float4& hi) {
@@ -68,8 +77,9 @@ __device__ __forceinline__ void gemv_defer_prologue(const GemvFusion& f, int n, 
   float sy = 0.f, sr = 0.f, sry = 0.f, sww = 0.f;
   auto one = [&](int i, float y, float r, float wy, float wo) {
     const float yw = f.w_y ? __fmul_rn(y, wy) : y;
-    P[i] = __fmul_rn(r, wo);
-    Q[i] = __fmul_rn(yw, wo);
+    const int j = x_plane_index(i, n);
+    P[j] = __fmul_rn(r, wo);
+    Q[j] = __fmul_rn(yw, wo);
     R[i] = r;
     YW[i] = yw;
     sy = __fmaf_rn(y, y, sy);
@@ -135,7 +145,8 @@ __device__ __forceinline__ void gemv_defer_writeback(const GemvFusion& f, int n,
   const float* YW = R + n;
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
     f.res[i] = __fmaf_rn(s_y, YW[i], R[i]);
-    f.h[i] = from_f32<bf16>(__fmul_rn(s_h, __fmaf_rn(s_y, Q[i], P[i])));
+    const int j = x_plane_index(i, n);
+    f.h[i] = from_f32<bf16>(__fmul_rn(s_h, __fmaf_rn(s_y, Q[j], P[j])));
   }
   if (threadIdx.x == 0) *f.counter = 0;
 }
@@ -184,11 +195,17 @@ void dispatch_m(int M, F&& f) {
 }
 
 // Calls f.template operator()<M, TO, NORM, GATED>() for a runtime M in 1..8 and the fusions
-// (which write bf16 only: with TO = float both are off).
+// (which write bf16, except the norm at M = 1: the LM head's f32 logits).
 template <class TO, class F>
 void dispatch_gemv(int M, bool norm, bool gated, F&& f) {
   dispatch_m(M, [&]<int M_>() {
     if constexpr (std::is_same_v<TO, float>) {
+      if constexpr (M_ == 1) {
+        if (norm && !gated) {
+          f.template operator()<M_, TO, true, false>();
+          return;
+        }
+      }
       f.template operator()<M_, TO, false, false>();
     } else if (norm && gated) {
       f.template operator()<M_, TO, true, true>();

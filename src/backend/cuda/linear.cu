@@ -98,7 +98,7 @@ __device__ __forceinline__ void dot8pq(uint4 w, float4 p0, float4 p1, float4 q0,
 // from L1. Few registers, so 6-8 blocks share an SM and many bytes stay in flight.
 constexpr int kU = 8;
 
-template <int M, class TO>
+template <int M, class TO, int KU>
 __global__ void __launch_bounds__(256, M == 1   ? 4
                                        : M <= 4 ? 2
                                                 : 1)
@@ -112,9 +112,9 @@ __global__ void __launch_bounds__(256, M == 1   ? 4
   const int c0 = static_cast<int>(static_cast<int64_t>(K8) * slice / wpr);
   const int c1 = row < N ? static_cast<int>(static_cast<int64_t>(K8) * (slice + 1) / wpr) : c0;
   const uint4* wr = reinterpret_cast<const uint4*>(W) + (row < N ? row : 0) * K8;
-  uint4 wv[kU];
+  uint4 wv[KU];
 #pragma unroll
-  for (int u = 0; u < kU; ++u) {
+  for (int u = 0; u < KU; ++u) {
     const int c = c0 + u * 32 + lane;
     if (c < c1) wv[u] = __ldcs(wr + c);
   }
@@ -125,7 +125,7 @@ __global__ void __launch_bounds__(256, M == 1   ? 4
   for (int m = 0; m < M; ++m) acc[m] = 0.f;
   for (int base = c0;;) {
 #pragma unroll
-    for (int u = 0; u < kU; ++u) {
+    for (int u = 0; u < KU; ++u) {
       const int c = base + u * 32 + lane;
       if (c < c1) {
 #pragma unroll
@@ -133,10 +133,10 @@ __global__ void __launch_bounds__(256, M == 1   ? 4
           acc[m] += dot8(wv[u], __ldg(reinterpret_cast<const uint4*>(x + m * xs) + c));
       }
     }
-    base += 32 * kU;
+    base += 32 * KU;
     if (base >= c1) break;
 #pragma unroll
-    for (int u = 0; u < kU; ++u) {
+    for (int u = 0; u < KU; ++u) {
       const int c = base + u * 32 + lane;
       if (c < c1) wv[u] = __ldcs(wr + c);
     }
@@ -172,9 +172,22 @@ void launch_gemv(int M, const bf16* W, int64_t N, int64_t K, const bf16* x, int6
   int wpr = 1;
   while (wpr < 8 && N * wpr < 8192 && K8 / (wpr * 2) >= 64) wpr *= 2;
   const unsigned grid = ceil_div(N, 8 / wpr);
+  // Load slots per lane: as many as a warp's slice needs up to kU (o of a 1B model: 2 of 8 were
+  // used, the other six guarded loads issued for nothing; TESSERA_GEMV_ROWKU=0 keeps 8).
+  static const bool fit =
+      !(std::getenv("TESSERA_GEMV_ROWKU") && std::string(std::getenv("TESSERA_GEMV_ROWKU")) == "0");
+  const int64_t slice = (K8 + wpr - 1) / wpr;
   dispatch_m(M, [&]<int M_>() {
-    launch(gemv_kernel<M_, TO>, grid, 256, 0, st, "linear (gemv)", W, N, K8, x, xs, bias, out, os,
-           wpr);
+    if (fit && slice <= 64) {
+      launch(gemv_kernel<M_, TO, 2>, grid, 256, 0, st, "linear (gemv)", W, N, K8, x, xs, bias, out,
+             os, wpr);
+    } else if (fit && slice <= 128) {
+      launch(gemv_kernel<M_, TO, 4>, grid, 256, 0, st, "linear (gemv)", W, N, K8, x, xs, bias, out,
+             os, wpr);
+    } else {
+      launch(gemv_kernel<M_, TO, kU>, grid, 256, 0, st, "linear (gemv)", W, N, K8, x, xs, bias, out,
+             os, wpr);
+    }
   });
 }
 
@@ -250,7 +263,8 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(Ge
     x = reinterpret_cast<const bf16*>(stream_smem);
     xs = K8 * 8;
   }
-  // XF: x as f32 in shared memory [M][K] (after the norm's bytes), converted once per block.
+  // XF: x as f32 in shared memory [M][K], each row in two planes (x_plane_index; after the
+  // norm's bytes), converted once per block.
   // DEFER: P at xf, Q after it (written by the prologue).
   float* xf =
       reinterpret_cast<float*>(stream_smem + (NORM && !DEFER ? gemv_norm_bytes(M, K8 * 8) : 0));
@@ -261,8 +275,8 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(Ge
       const int m = i / K8, c = i - m * K8;
       const uint4 v = NORM ? reinterpret_cast<const uint4*>(x + m * xs)[c]
                            : __ldg(reinterpret_cast<const uint4*>(x + m * xs) + c);
-      float4* d = reinterpret_cast<float4*>(xf + static_cast<size_t>(m) * K8 * 8) + 2 * c;
-      widen_bf16x8(v, d[0], d[1]);
+      float4* d = reinterpret_cast<float4*>(xf + static_cast<size_t>(m) * K8 * 8) + c;
+      widen_bf16x8(v, d[0], d[K8]);  // the two planes (x_plane_index)
     }
     __syncthreads();
   }
@@ -289,13 +303,13 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(Ge
             // acc: w . P, acc2: w . Q (one chain each)
             const float4* pv = reinterpret_cast<const float4*>(xf);
             const float4* qv = reinterpret_cast<const float4*>(xq);
-            const float4 p0 = pv[2 * c], p1 = pv[2 * c + 1], q0 = qv[2 * c], q1 = qv[2 * c + 1];
+            const float4 p0 = pv[c], p1 = pv[K8 + c], q0 = qv[c], q1 = qv[K8 + c];
 #pragma unroll
             for (int h = 0; h < R; ++h) dot8pq(cur[h][u], p0, p1, q0, q1, acc[h][m], acc2[h][m]);
           } else if constexpr (XF) {
             const float4* xv =
                 reinterpret_cast<const float4*>(xf + static_cast<size_t>(m) * K8 * 8);
-            const float4 x0 = xv[2 * c], x1 = xv[2 * c + 1];
+            const float4 x0 = xv[c], x1 = xv[K8 + c];
 #pragma unroll
             for (int h = 0; h < R; ++h) dot8f(cur[h][u], x0, x1, acc[h][m], acc2[h][m]);
           } else {
@@ -403,13 +417,11 @@ bool stream_defer_enabled() {
   return on;
 }
 
-// Gated items hold two rows: 5 loads per lane per row (K <= 1280 per slice), else 8. x goes to
-// shared memory as f32 at M = 1 when it fits (TESSERA_GEMV_XF=0 turns that off); with the norm
-// there, the deferred prologue (TESSERA_GEMV_DEFER=0 turns it off: decode_b1 1,068-1,069 ->
+// x goes to shared memory as f32 at M = 1 when it fits (TESSERA_GEMV_XF=0 turns that off); with the
+// norm there, the deferred prologue (TESSERA_GEMV_DEFER=0 turns it off: decode_b1 1,068-1,069 ->
 // 1,101 tok/s, bench/NOTES-cuda.md run 23).
-template <int M, class TO, bool NORM, bool GATED>
-void launch_stream_t(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_t st) {
-  constexpr int KU = GATED ? 5 : kU;
+template <int M, class TO, bool NORM, bool GATED, int KU>
+void launch_stream_ku(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_t st) {
   const size_t xf = static_cast<size_t>(M) * a.K8 * 8 * 4;
   if constexpr (M == 1) {  // at M = 2 it measured slower (gate_up 12.7 -> 14.3 us, run 15)
     if constexpr (NORM) {
@@ -426,6 +438,27 @@ void launch_stream_t(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_t
     }
   }
   launch_stream_k<M, TO, NORM, GATED, KU, false>(a, grid, smem, st);
+}
+
+// Gated items hold two rows: 5 loads per lane per row (K <= 1280 per slice); other rows 5 when
+// their slice is that short (qkv and the LM head of a 1B model: K = 1152, 4.5 loads per lane;
+// eight slots left three unused loads per lane in every item: LM head +1%, run 23;
+// TESSERA_GEMV_KU5=0 keeps 8), else 8.
+template <int M, class TO, bool NORM, bool GATED>
+void launch_stream_t(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_t st) {
+  static const bool ku5 =
+      !(std::getenv("TESSERA_GEMV_KU5") && std::string(std::getenv("TESSERA_GEMV_KU5")) == "0");
+  static const bool ku7 =
+      !(std::getenv("TESSERA_GEMV_KU7") && std::string(std::getenv("TESSERA_GEMV_KU7")) == "0");
+  if constexpr (GATED) {
+    launch_stream_ku<M, TO, NORM, GATED, 5>(a, grid, smem, st);
+  } else if (ku5 && (a.K8 + a.wpr - 1) / a.wpr <= 32 * 5) {
+    launch_stream_ku<M, TO, NORM, GATED, 5>(a, grid, smem, st);
+  } else if (ku7 && (a.K8 + a.wpr - 1) / a.wpr <= 32 * 7) {
+    launch_stream_ku<M, TO, NORM, GATED, 7>(a, grid, smem, st);
+  } else {
+    launch_stream_ku<M, TO, NORM, GATED, kU>(a, grid, smem, st);
+  }
 }
 
 template <class TO>
@@ -610,9 +643,23 @@ int LinearOps::choose_path(Tensor x, const void* w, DType w_dt, int64_t N, int64
   return gemv_ok && (gemv_wins || !lt_ok) ? 1 : lt_ok ? 2 : 3;
 }
 
+// The LM head at M = 1 after the final norm: the streaming GEMV with the deferred norm as its
+// prologue (f32 logits) instead of the norm kernel and cuBLASLt (TESSERA_LM_GEMV=0: those).
+bool LinearOps::lm_head_fusable(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K,
+                                Tensor out, const GemvFusion& f) const {
+  static const bool on =
+      !(std::getenv("TESSERA_LM_GEMV") && std::string(std::getenv("TESSERA_LM_GEMV")) == "0");
+  return on && force_path_ == 0 && x.rows == 1 && f.norm && !f.gated && out.cols == N &&
+         (out.dtype == DType::f32 || out.dtype == DType::bf16) && N >= 65536 &&
+         N <= std::numeric_limits<int>::max() && w_dt == DType::bf16 && x.dtype == DType::bf16 &&
+         K % 8 == 0 && alignment_of(w) >= 16 && stream_xf_enabled() && stream_defer_enabled() &&
+         gemv_defer_bytes(K) <= kStreamMaxSmem && stream_wpr(N, K, sms_, kU) == 1;
+}
+
 bool LinearOps::gemv_fusable(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, Tensor out,
                              const GemvFusion& f) const {
   const int64_t M = x.rows;
+  if (lm_head_fusable(x, w, w_dt, N, K, out, f)) return true;
   if (M < 1 || M > kMaxGemvM || out.dtype != DType::bf16 || N > std::numeric_limits<int>::max())
     return false;
   if (f.gated && (N % 2 != 0 || out.cols != N / 2)) return false;
@@ -644,6 +691,10 @@ void LinearOps::linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K
   if (f) {
     TS_ASSERT(x.cols == K && gemv_fusable(x, w, w_dt, N, K, out, *f));
     const GemvArgs a = stream_args(x, w, N, K, bias, out, f, sms_);
+    if (out.dtype == DType::f32) {  // the LM head (lm_head_fusable)
+      launch_gemv_stream<float>(1, a, true, false, st, sms_);
+      return;
+    }
     if (use_mma(M, a.N, K, f->norm, f->gated)) {
       launch_gemv_mma(static_cast<int>(M), a, f->norm, f->gated, DType::bf16, st, sms_);
     } else {
