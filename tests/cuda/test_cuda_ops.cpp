@@ -291,13 +291,15 @@ TEST(CudaOps, LinearAllPaths) {
 // the same GEMV kernel) bit for bit: the fused code runs their arithmetic -- except the streaming
 // GEMV at M = 1, which applies the norm's scales after its dot products (DEFER in linear.cu: its
 // input is not rounded to bf16), so there it must agree within bf16 rounding. With and without
-// the norm on y, with a bias, for M = 1, 2 and 5.
+// the norm on y, with a bias, for M = 1, 2 and 5; and an LM head (f32 logits, N >= 65536: fused,
+// the streaming GEMV with the norm as its prologue; unfused, the norm kernel and cuBLASLt).
 #ifdef TESSERA_HAVE_CUDA
 namespace {
 
 struct FusedCase {
   int M, N, K;
   bool gated, w_y, bias;
+  bool f32_out = false;  // an LM head: f32 logits (its fused path is the streaming GEMV at M = 1)
 };
 
 struct FusedRun {
@@ -321,7 +323,8 @@ FusedRun run_fused_case(ComputeBackend& be, const FusedCase& c, const WeightPair
   DeviceArray wy = arr(1, c.K, DType::f32, wy0), wo = arr(1, c.K, DType::f32, wo0);
   DeviceArray bias = arr(1, c.N, DType::f32, bias0);
   DeviceArray h = arr(c.M, c.K, DType::bf16, std::vector<float>(c.M * c.K, NAN));
-  DeviceArray gu = arr(c.M, c.N, DType::bf16, std::vector<float>(c.M * c.N, NAN));
+  const DType out_dt = c.f32_out ? DType::f32 : DType::bf16;
+  DeviceArray gu = arr(c.M, c.N, out_dt, std::vector<float>(static_cast<size_t>(c.M) * c.N, NAN));
   DeviceArray a = arr(c.M, outc, DType::bf16, std::vector<float>(c.M * outc, NAN));
   const Weight& wt = &be == &cpu() ? *w.c : *w.g;
   be.add_rms_norm(res.view, y.view, c.w_y ? &wy.view : nullptr, &wo.view, 1e-6f, h.view);
@@ -334,7 +337,7 @@ FusedRun run_fused_case(ComputeBackend& be, const FusedCase& c, const WeightPair
   FusedRun r;
   r.res = read(be, res, DType::f32);
   r.h = read(be, h, DType::bf16);
-  r.out = c.gated ? read(be, a, DType::bf16) : read(be, gu, DType::bf16);
+  r.out = c.gated ? read(be, a, DType::bf16) : read(be, gu, out_dt);
   return r;
 }
 
@@ -349,7 +352,7 @@ TEST(CudaOps, DecodeGemvFusions) {
       {5, 1152, 1152, false, true, false}, {1, 13824, 1152, true, true, false},
       {2, 13824, 1152, true, true, true},  {5, 1024, 576, true, false, false},
       {1, 2304, 6912, false, true, false}, {1, 1536, 1152, false, false, true},
-      {1, 13824, 1152, true, false, true}};
+      {1, 13824, 1152, true, false, true}, {1, 65544, 1152, false, true, false, true}};
   for (const FusedCase& c : cases) {
     for (Activation act : {Activation::gelu_tanh, Activation::silu}) {
       if (!c.gated && act == Activation::silu) continue;
@@ -369,11 +372,12 @@ TEST(CudaOps, DecodeGemvFusions) {
         std::ostringstream what;
         what << "kind " << kind << " M " << c.M << " N " << c.N << " K " << c.K
              << (c.gated ? " gated" : "") << (c.w_y ? " w_y" : "") << (c.bias ? " bias" : "")
-             << (act == Activation::silu ? " silu" : "");
+             << (act == Activation::silu ? " silu" : "") << (c.f32_out ? " f32 out" : "");
         EXPECT_LT(rel_err(fused.res, ref.res), 1e-5) << what.str();
         EXPECT_LT(rel_err(fused.h, ref.h), kBf16Tol) << what.str();
         EXPECT_LT(rel_err(fused.out, ref.out), kBf16Tol) << what.str();
-        if (kind == 3 && c.M == 1) {  // the deferred norm: v to an ulp, h and out to bf16
+        if ((kind == 3 || c.f32_out) &&
+            c.M == 1) {  // the deferred norm: v to an ulp, h, out to bf16
           EXPECT_LT(rel_err(fused.res, plain.res), 1e-6) << what.str();
           EXPECT_LT(rel_err(fused.h, plain.h), 6e-3) << what.str();
           EXPECT_LT(rel_err(fused.out, plain.out), 6e-3) << what.str();
