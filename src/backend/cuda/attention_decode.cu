@@ -80,13 +80,17 @@ struct DecodeSmem {
 // slices, then one cluster barrier) instead of global partials, a fence and an atomic (6.9 ->
 // 5.9 us per launch at 133 keys, bench/NOTES-cuda.md run 12).
 //
-// At most 48 registers (5 blocks' worth): at M = 1 the decode step's qkv GEMV before this kernel
-// holds 2 x 256 threads x 104 registers per SM, and a block of this kernel then fits in the
-// 12,288 registers left, so under PDL it becomes resident while the GEMV runs and its slot
-// lookups and K/V copies overlap it instead of starting when a GEMV block exits (58 registers
-// before: decode_b1 989-999 -> 1,035 tok/s, bench/NOTES-cuda.md run 18).
+// At most 48 registers (5 blocks' worth) for head dims 64 and 128: at M = 1 the decode step's qkv
+// GEMV before this kernel may hold 2 x 256 threads x 104 registers per SM (8 load slots), and a
+// block of this kernel then fits in the 12,288 registers left, so under PDL it becomes resident
+// while the GEMV runs and its slot lookups and K/V copies overlap it instead of starting when a
+// GEMV block exits (58 registers before: decode_b1 989-999 -> 1,035 tok/s, bench/NOTES-cuda.md
+// run 18). Head dim 256 (Gemma 3) gets up to 64 (4 blocks' worth; it uses 60-63): Gemma 3's qkv
+// GEMVs take 5 load slots (93 registers), which leaves 16,384, and with 48 its head-256 variants
+// spent cycles on register pressure (gemma3-1b decode_b1 1,158-1,160 -> 1,165-1,167, decode_b128
+// 72.7-73.0k -> 73.4-73.6k tok/s, run 23).
 template <int HD, bool CLUSTER>
-__global__ void __launch_bounds__(kThreads, 5)
+__global__ void __launch_bounds__(kThreads, HD == 256 ? 4 : 5)
     attn_decode_kernel(AttnParams p, int nsplit, float* __restrict__ part,
                        int* __restrict__ counters, DecodeRope ro) {
   using L = DecodeSmem<HD>;
