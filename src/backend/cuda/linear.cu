@@ -38,6 +38,13 @@ int alignment_of(const void* p) {
   return al;
 }
 
+// A default-on switch for A/B runs (bench/NOTES-cuda.md): off when the environment variable is
+// "0". Callers keep the answer in a static.
+bool switch_on(const char* name) {
+  const char* e = std::getenv(name);
+  return !(e && std::string(e) == "0");
+}
+
 __device__ __forceinline__ float dot8(uint4 w, uint4 x) {
   const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(&w);
   const __nv_bfloat162* x2 = reinterpret_cast<const __nv_bfloat162*>(&x);
@@ -174,8 +181,7 @@ void launch_gemv(int M, const bf16* W, int64_t N, int64_t K, const bf16* x, int6
   const unsigned grid = ceil_div(N, 8 / wpr);
   // Load slots per lane: as many as a warp's slice needs up to kU (o of a 1B model: 2 of 8 were
   // used, the other six guarded loads issued for nothing; TESSERA_GEMV_ROWKU=0 keeps 8).
-  static const bool fit =
-      !(std::getenv("TESSERA_GEMV_ROWKU") && std::string(std::getenv("TESSERA_GEMV_ROWKU")) == "0");
+  static const bool fit = switch_on("TESSERA_GEMV_ROWKU");
   const int64_t slice = (K8 + wpr - 1) / wpr;
   dispatch_m(M, [&]<int M_>() {
     if (fit && slice <= 64) {
@@ -380,8 +386,7 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(Ge
 }
 
 bool stream_xf_enabled() {
-  static const bool on =
-      !(std::getenv("TESSERA_GEMV_XF") && std::string(std::getenv("TESSERA_GEMV_XF")) == "0");
+  static const bool on = switch_on("TESSERA_GEMV_XF");
   return on;
 }
 
@@ -412,8 +417,7 @@ void launch_stream_k(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_t
 }
 
 bool stream_defer_enabled() {
-  static const bool on =
-      !(std::getenv("TESSERA_GEMV_DEFER") && std::string(std::getenv("TESSERA_GEMV_DEFER")) == "0");
+  static const bool on = switch_on("TESSERA_GEMV_DEFER");
   return on;
 }
 
@@ -446,10 +450,8 @@ void launch_stream_ku(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_
 // TESSERA_GEMV_KU5=0 keeps 8), else 8.
 template <int M, class TO, bool NORM, bool GATED>
 void launch_stream_t(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_t st) {
-  static const bool ku5 =
-      !(std::getenv("TESSERA_GEMV_KU5") && std::string(std::getenv("TESSERA_GEMV_KU5")) == "0");
-  static const bool ku7 =
-      !(std::getenv("TESSERA_GEMV_KU7") && std::string(std::getenv("TESSERA_GEMV_KU7")) == "0");
+  static const bool ku5 = switch_on("TESSERA_GEMV_KU5");
+  static const bool ku7 = switch_on("TESSERA_GEMV_KU7");
   if constexpr (GATED) {
     launch_stream_ku<M, TO, NORM, GATED, 5>(a, grid, smem, st);
   } else if (ku5 && (a.K8 + a.wpr - 1) / a.wpr <= 32 * 5) {
@@ -647,8 +649,7 @@ int LinearOps::choose_path(Tensor x, const void* w, DType w_dt, int64_t N, int64
 // prologue (f32 logits) instead of the norm kernel and cuBLASLt (TESSERA_LM_GEMV=0: those).
 bool LinearOps::lm_head_fusable(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K,
                                 Tensor out, const GemvFusion& f) const {
-  static const bool on =
-      !(std::getenv("TESSERA_LM_GEMV") && std::string(std::getenv("TESSERA_LM_GEMV")) == "0");
+  static const bool on = switch_on("TESSERA_LM_GEMV");
   return on && force_path_ == 0 && x.rows == 1 && f.norm && !f.gated && out.cols == N &&
          (out.dtype == DType::f32 || out.dtype == DType::bf16) && N >= 65536 &&
          N <= std::numeric_limits<int>::max() && w_dt == DType::bf16 && x.dtype == DType::bf16 &&
