@@ -444,20 +444,26 @@ void launch_stream_ku(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_
   launch_stream_k<M, TO, NORM, GATED, KU, false>(a, grid, smem, st);
 }
 
-// Gated items hold two rows: 5 loads per lane per row (K <= 1280 per slice); other rows 5 when
-// their slice is that short (qkv and the LM head of a 1B model: K = 1152, 4.5 loads per lane;
-// eight slots left three unused loads per lane in every item: LM head +1%, run 23;
-// TESSERA_GEMV_KU5=0 keeps 8), else 8.
+// Gated items hold two rows: 5 loads per lane per row (K <= 1280 per slice). Other rows at M = 1
+// take as many slots as their slice needs: 5 (qkv and the LM head of a 1B model, K = 1152: 4.5
+// loads per lane) or 7 (down's 216-load slices) instead of 8, whose unused guarded loads cost
+// decode_b1 3% (run 23; TESSERA_GEMV_KU5=0 / TESSERA_GEMV_KU7=0 keep 8); at M >= 2 (measured
+// with 8 only) and for longer slices, 8.
 template <int M, class TO, bool NORM, bool GATED>
 void launch_stream_t(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_t st) {
-  static const bool ku5 = switch_on("TESSERA_GEMV_KU5");
-  static const bool ku7 = switch_on("TESSERA_GEMV_KU7");
   if constexpr (GATED) {
     launch_stream_ku<M, TO, NORM, GATED, 5>(a, grid, smem, st);
-  } else if (ku5 && (a.K8 + a.wpr - 1) / a.wpr <= 32 * 5) {
-    launch_stream_ku<M, TO, NORM, GATED, 5>(a, grid, smem, st);
-  } else if (ku7 && (a.K8 + a.wpr - 1) / a.wpr <= 32 * 7) {
-    launch_stream_ku<M, TO, NORM, GATED, 7>(a, grid, smem, st);
+  } else if constexpr (M == 1) {
+    static const bool ku5 = switch_on("TESSERA_GEMV_KU5");
+    static const bool ku7 = switch_on("TESSERA_GEMV_KU7");
+    const int slice = (a.K8 + a.wpr - 1) / a.wpr;
+    if (ku5 && slice <= 32 * 5) {
+      launch_stream_ku<M, TO, NORM, GATED, 5>(a, grid, smem, st);
+    } else if (ku7 && slice <= 32 * 7) {
+      launch_stream_ku<M, TO, NORM, GATED, 7>(a, grid, smem, st);
+    } else {
+      launch_stream_ku<M, TO, NORM, GATED, kU>(a, grid, smem, st);
+    }
   } else {
     launch_stream_ku<M, TO, NORM, GATED, kU>(a, grid, smem, st);
   }
