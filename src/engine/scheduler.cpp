@@ -74,11 +74,9 @@ Scheduler::~Scheduler() {
 }
 
 void Scheduler::submit(RequestSpec spec) {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    incoming_.push_back(std::move(spec));
-  }
-  cv_.notify_all();
+  std::vector<RequestSpec> one;
+  one.push_back(std::move(spec));
+  submit(std::move(one));
 }
 
 void Scheduler::reset_stats() {

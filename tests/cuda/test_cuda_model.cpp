@@ -55,6 +55,19 @@ std::vector<int32_t> random_tokens(int n) {
   return t;
 }
 
+// An engine on the GPU over gemma3-tiny: `context` positions per sequence (also the step's token
+// budget), `seqs` sequences.
+EngineOptions tiny_engine_options(int context, int seqs, bool warmup) {
+  EngineOptions o;
+  o.model_dir = tiny_dir();
+  o.device = "cuda";
+  o.context_length = context;
+  o.max_seqs = seqs;
+  o.max_batch_tokens = context;
+  o.warmup = warmup;
+  return o;
+}
+
 int argmax(const std::vector<float>& v) {
   return static_cast<int>(std::max_element(v.begin(), v.end()) - v.begin());
 }
@@ -200,14 +213,8 @@ TEST(CudaModel, LoadOverMemoryLimitFailsCleanly) {
 TEST(CudaModel, EngineWarmupLeavesNoTrace) {
   TS_REQUIRE_CUDA();
   auto run = [](bool warmup, EngineStats& after_load) {
-    EngineOptions o;
-    o.model_dir = tiny_dir();
-    o.device = "cuda";
-    o.context_length = 256;
-    o.max_seqs = 4;
-    o.max_batch_tokens = 256;
+    EngineOptions o = tiny_engine_options(256, 4, warmup);
     o.kv_memory = 64u << 20;
-    o.warmup = warmup;
     auto e = Engine::load(o);
     after_load = e->stats();
     GenerateOptions g;
@@ -254,14 +261,7 @@ TEST(CudaModel, EnginePipelinedDecodeMatchesStepwise) {
       }
     }
   }
-  EngineOptions o;
-  o.model_dir = tiny_dir();
-  o.device = "cuda";
-  o.context_length = 128;
-  o.max_seqs = 2;
-  o.max_batch_tokens = 128;
-  o.warmup = false;
-  auto e = Engine::load(o);
+  auto e = Engine::load(tiny_engine_options(128, 2, false));
   GenerateOptions g;
   g.max_tokens = kNew;
   g.ignore_eos = true;

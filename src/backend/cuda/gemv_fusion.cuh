@@ -131,14 +131,21 @@ __device__ __forceinline__ void gemv_defer_prologue(const GemvFusion& f, int n, 
   s_h = __frcp_rn(__fsqrt_rn(__fadd_rn(__fdiv_rn(ss, fn), f.eps)));
 }
 
-// DEFER's write-back by the last block (as gemv_norm_writeback): v = r + s_y * y w_y and
-// h = bf16(s_h * (P + s_y * Q)), from the prologue's shared memory.
+// Whether this block's ticket (taken after its prologue) is the grid's last: that block writes
+// the new residual and h from its shared memory, every block having read the old residual before
+// taking its ticket, then leaves the counter zero for the next launch. Ends with a barrier.
+__device__ __forceinline__ bool gemv_last_block(int ticket, int* is_last) {
+  if (threadIdx.x == 0) *is_last = ticket == static_cast<int>(gridDim.x) - 1;
+  __syncthreads();
+  return *is_last;
+}
+
+// DEFER's write-back by the last block: v = r + s_y * y w_y and h = bf16(s_h * (P + s_y * Q)),
+// from the prologue's shared memory.
 __device__ __forceinline__ void gemv_defer_writeback(const GemvFusion& f, int n,
                                                      const unsigned char* smem, int ticket,
                                                      int* is_last, float s_y, float s_h) {
-  if (threadIdx.x == 0) *is_last = ticket == static_cast<int>(gridDim.x) - 1;
-  __syncthreads();
-  if (!*is_last) return;
+  if (!gemv_last_block(ticket, is_last)) return;
   const float* P = reinterpret_cast<const float*>(smem);
   const float* Q = P + n;
   const float* R = Q + n;
@@ -151,15 +158,12 @@ __device__ __forceinline__ void gemv_defer_writeback(const GemvFusion& f, int n,
   if (threadIdx.x == 0) *f.counter = 0;
 }
 
-// The block whose ticket (taken after its prologue) is the last writes the new residual and h
-// from its shared memory: every block had read the old residual before taking its ticket.
+// The norm prologue's write-back by the last block (gemv_last_block): h and v as it computed them.
 template <int M>
 __device__ __forceinline__ void gemv_norm_writeback(const GemvFusion& f, int n,
                                                     const unsigned char* smem, int ticket,
                                                     int* is_last) {
-  if (threadIdx.x == 0) *is_last = ticket == static_cast<int>(gridDim.x) - 1;
-  __syncthreads();
-  if (!*is_last) return;
+  if (!gemv_last_block(ticket, is_last)) return;
   const bf16* hs = reinterpret_cast<const bf16*>(smem);
   const float* vs = reinterpret_cast<const float*>(smem + static_cast<size_t>(M) * n * 2);
   for (int m = 0; m < M; ++m)

@@ -184,15 +184,16 @@ void launch_gemv(int M, const bf16* W, int64_t N, int64_t K, const bf16* x, int6
   static const bool fit = switch_on("TESSERA_GEMV_ROWKU");
   const int64_t slice = (K8 + wpr - 1) / wpr;
   dispatch_m(M, [&]<int M_>() {
+    auto go = [&]<int KU>() {
+      launch(gemv_kernel<M_, TO, KU>, grid, 256, 0, st, "linear (gemv)", W, N, K8, x, xs, bias, out,
+             os, wpr);
+    };
     if (fit && slice <= 64) {
-      launch(gemv_kernel<M_, TO, 2>, grid, 256, 0, st, "linear (gemv)", W, N, K8, x, xs, bias, out,
-             os, wpr);
+      go.template operator()<2>();
     } else if (fit && slice <= 128) {
-      launch(gemv_kernel<M_, TO, 4>, grid, 256, 0, st, "linear (gemv)", W, N, K8, x, xs, bias, out,
-             os, wpr);
+      go.template operator()<4>();
     } else {
-      launch(gemv_kernel<M_, TO, kU>, grid, 256, 0, st, "linear (gemv)", W, N, K8, x, xs, bias, out,
-             os, wpr);
+      go.template operator()<kU>();
     }
   });
 }
@@ -416,9 +417,10 @@ void launch_stream_k(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_t
          "linear (gemv)", a);
 }
 
-bool stream_defer_enabled() {
+// Whether the deferred norm prologue (DEFER) takes a norm-fused GEMV of K inputs at M = 1.
+bool stream_defer_fits(int64_t K) {
   static const bool on = switch_on("TESSERA_GEMV_DEFER");
-  return on;
+  return on && stream_xf_enabled() && gemv_defer_bytes(K) <= kStreamMaxSmem;
 }
 
 // x goes to shared memory as f32 at M = 1 when it fits (TESSERA_GEMV_XF=0 turns that off); with the
@@ -429,10 +431,9 @@ void launch_stream_ku(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_
   const size_t xf = static_cast<size_t>(M) * a.K8 * 8 * 4;
   if constexpr (M == 1) {  // at M = 2 it measured slower (gate_up 12.7 -> 14.3 us, run 15)
     if constexpr (NORM) {
-      if (stream_xf_enabled() && stream_defer_enabled() &&
-          gemv_defer_bytes(static_cast<int64_t>(a.K8) * 8) <= kStreamMaxSmem) {
-        launch_stream_k<M, TO, NORM, GATED, KU, true, true>(
-            a, grid, gemv_defer_bytes(static_cast<int64_t>(a.K8) * 8), st);
+      const int64_t K = static_cast<int64_t>(a.K8) * 8;
+      if (stream_defer_fits(K)) {
+        launch_stream_k<M, TO, NORM, GATED, KU, true, true>(a, grid, gemv_defer_bytes(K), st);
         return;
       }
     }
@@ -651,30 +652,24 @@ int LinearOps::choose_path(Tensor x, const void* w, DType w_dt, int64_t N, int64
   return gemv_ok && (gemv_wins || !lt_ok) ? 1 : lt_ok ? 2 : 3;
 }
 
-// The LM head at M = 1 after the final norm: the streaming GEMV with the deferred norm as its
-// prologue (f32 logits) instead of the norm kernel and cuBLASLt (TESSERA_LM_GEMV=0: those).
-bool LinearOps::lm_head_fusable(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K,
-                                Tensor out, const GemvFusion& f) const {
-  static const bool on = switch_on("TESSERA_LM_GEMV");
-  return on && force_path_ == 0 && x.rows == 1 && f.norm && !f.gated && out.cols == N &&
-         (out.dtype == DType::f32 || out.dtype == DType::bf16) && N >= 65536 &&
-         N <= std::numeric_limits<int>::max() && w_dt == DType::bf16 && x.dtype == DType::bf16 &&
-         K % 8 == 0 && alignment_of(w) >= 16 && stream_xf_enabled() && stream_defer_enabled() &&
-         gemv_defer_bytes(K) <= kStreamMaxSmem && stream_wpr(N, K, sms_, kU) == 1;
-}
-
 bool LinearOps::gemv_fusable(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, Tensor out,
                              const GemvFusion& f) const {
   const int64_t M = x.rows;
-  if (lm_head_fusable(x, w, w_dt, N, K, out, f)) return true;
-  if (M < 1 || M > kMaxGemvM || out.dtype != DType::bf16 || N > std::numeric_limits<int>::max())
-    return false;
+  // An LM head (N >= 64K, which choose_path leaves to cuBLASLt) at M = 1 after its norm: the
+  // streaming GEMV with the deferred norm as its prologue, f32 logits, instead of the norm kernel
+  // and cuBLASLt (bench/NOTES-cuda.md run 23; TESSERA_LM_GEMV=0 leaves it to those).
+  static const bool lm_on = switch_on("TESSERA_LM_GEMV");
+  const bool lm_head = lm_on && M == 1 && f.norm && !f.gated && N >= 65536 && force_path_ == 0 &&
+                       stream_defer_fits(K);
+  if (M < 1 || M > kMaxGemvM || N > std::numeric_limits<int>::max()) return false;
+  if (out.dtype != DType::bf16 && !(lm_head && out.dtype == DType::f32)) return false;
   if (f.gated && (N % 2 != 0 || out.cols != N / 2)) return false;
   if (!f.gated && out.cols != N) return false;
   Tensor probe = out;
   probe.cols = N;  // the path check looks at the weight's shape
-  if (choose_path(x, w, w_dt, N, K, probe) != 1) return false;
-  if (use_mma(M, f.gated ? N / 2 : N, K, f.norm, f.gated)) return true;
+  const int path = choose_path(x, w, w_dt, N, K, probe);
+  if (path != 1 && !(lm_head && path == 2)) return false;  // 2: its operands suit a GEMV too
+  if (out.dtype == DType::bf16 && use_mma(M, f.gated ? N / 2 : N, K, f.norm, f.gated)) return true;
   if (f.norm && gemv_norm_bytes(static_cast<int>(M), K) > kStreamMaxSmem) return false;
   return stream_wpr(f.gated ? N / 2 : N, K, sms_, f.gated ? 5 : kU) > 0;
 }
@@ -698,7 +693,7 @@ void LinearOps::linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K
   if (f) {
     TS_ASSERT(x.cols == K && gemv_fusable(x, w, w_dt, N, K, out, *f));
     const GemvArgs a = stream_args(x, w, N, K, bias, out, f, sms_);
-    if (out.dtype == DType::f32) {  // the LM head (lm_head_fusable)
+    if (out.dtype == DType::f32) {  // an LM head (gemv_fusable)
       launch_gemv_stream<float>(1, a, true, false, st, sms_);
       return;
     }

@@ -79,8 +79,6 @@ class LinearOps {
               Tensor out, cudaStream_t st, const GemvFusion* f = nullptr);
   bool gemv_fusable(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, Tensor out,
                     const GemvFusion& f) const;
-  bool lm_head_fusable(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, Tensor out,
-                       const GemvFusion& f) const;
 
   // Which path: 0 auto, 1 always GEMV (when eligible), 2 always cuBLASLt (when eligible),
   // 3 always the tiled fallback. For the op tests and the crossover benchmark.
