@@ -258,6 +258,9 @@ class ComputeBackend {
     linear(x, w_gate_up, bias, gate_up);
     gated_act(gate_up, act, out);
   }
+  // A hint: the linear after the next one reads w (linear_gated when gated). A backend may have
+  // the next one start bringing w closer; results never depend on it.
+  virtual void prefetch_next(const Weight& w, bool gated) {}
   // out[r] = x[rows[r]]
   virtual void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out) = 0;
   // x = tanh(x / cap) * cap, in place (f32).

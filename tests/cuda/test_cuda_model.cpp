@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 
 #include "cuda_test_util.h"
@@ -190,6 +191,36 @@ TEST(CudaModel, GraphReplayEqualsEagerDecode) {
   ASSERT_EQ(runs[0].size(), runs[1].size());
   for (size_t i = 0; i < runs[0].size(); ++i) EXPECT_EQ(rel_err(runs[1][i], runs[0][i]), 0.0) << i;
 }
+
+// A one-sequence decode's L2 prefetch (the o GEMV bringing gate_up's first rows into the L2) is
+// only a hint: off, default and every row give the same logits bit for bit, eager and replayed.
+TEST(CudaModel, DecodePrefetchChangesNothing) {
+  TS_REQUIRE_CUDA();
+  Loaded g = load_on(*cuda());
+  auto* ctl = cuda::cuda_controls(*cuda());
+  const auto prompt = random_tokens(30);
+  const auto forced = random_tokens(10);
+  auto run = [&](int percent) {
+    ctl->prefetch_percent = percent;
+    DirectRunner r(*g.model, 64, 1);
+    std::vector<std::vector<float>> out;
+    std::vector<std::vector<int32_t>> p{prompt};
+    r.step(p, false);
+    for (int32_t t : forced) {
+      std::vector<std::vector<int32_t>> s{{t}};
+      out.push_back(r.step(s, false)[0][0]);
+    }
+    return out;
+  };
+  const auto base = run(0);
+  for (int percent : {35, 100}) {
+    const auto x = run(percent);
+    ASSERT_EQ(x.size(), base.size());
+    for (size_t i = 0; i < base.size(); ++i)
+      EXPECT_EQ(rel_err(x[i], base[i]), 0.0) << "prefetch " << percent << " step " << i;
+  }
+  ctl->prefetch_percent = cuda::CudaBackendControls{}.prefetch_percent;
+}
 #endif
 
 TEST(CudaModel, LoadOverMemoryLimitFailsCleanly) {
@@ -272,6 +303,39 @@ TEST(CudaModel, EnginePipelinedDecodeMatchesStepwise) {
     for (int s = 0; s < 2; ++s) {
       ASSERT_TRUE(res[s].error.empty()) << res[s].error;
       EXPECT_EQ(res[s].ids, want[s]) << "sequence " << s << ", run " << run;
+    }
+  }
+}
+
+// The LM head's fused greedy pick (one sequence) and the greedy kernel (TESSERA_FUSE_ARGMAX=0)
+// generate the same ids as the host's argmax of the logits, eager and replayed.
+TEST(CudaModel, EngineFusedGreedyPickMatchesArgmax) {
+  TS_REQUIRE_CUDA();
+  const auto a = random_tokens(41);
+  constexpr int kNew = 12;
+  std::vector<int32_t> want;
+  {
+    Loaded g = load_on(*cuda());
+    DirectRunner r(*g.model, 128, 1);
+    std::vector<std::vector<int32_t>> in{a};
+    for (int i = 0; i < kNew; ++i) {
+      want.push_back(argmax(r.step(in, false)[0][0]));
+      in[0] = {want.back()};
+    }
+  }
+  for (const char* fused : {"1", "0"}) {
+    setenv("TESSERA_FUSE_ARGMAX", fused, 1);
+    auto e = Engine::load(tiny_engine_options(128, 1, false));
+    unsetenv("TESSERA_FUSE_ARGMAX");
+    GenerateOptions g;
+    g.max_tokens = kNew;
+    g.ignore_eos = true;
+    g.sampling.temperature = 0.f;
+    for (int run = 0; run < 2; ++run) {
+      const auto res = e->batch_generate({Prompt{a}}, g);
+      ASSERT_EQ(res.size(), 1u);
+      ASSERT_TRUE(res[0].error.empty()) << res[0].error;
+      EXPECT_EQ(res[0].ids, want) << "fused pick " << fused << ", run " << run;
     }
   }
 }

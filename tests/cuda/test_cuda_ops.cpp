@@ -292,7 +292,8 @@ TEST(CudaOps, LinearAllPaths) {
 // GEMV at M = 1, which applies the norm's scales after its dot products (DEFER in linear.cu: its
 // input is not rounded to bf16), so there it must agree within bf16 rounding. With and without
 // the norm on y, with a bias, for M = 1, 2 and 5; and an LM head (f32 logits, N >= 65536: fused,
-// the streaming GEMV with the norm as its prologue; unfused, the norm kernel and cuBLASLt).
+// the streaming GEMV with the norm as its prologue, whose greedy pick a greedy sample() then
+// takes; unfused, the norm kernel, cuBLASLt and the greedy kernel).
 #ifdef TESSERA_HAVE_CUDA
 namespace {
 
@@ -302,8 +303,20 @@ struct FusedCase {
   bool f32_out = false;  // an LM head: f32 logits (its fused path is the streaming GEMV at M = 1)
 };
 
+// The greedy sampler's pick: the first of the largest (NaN as -inf), 0 when none.
+int32_t host_argmax(const std::vector<float>& v) {
+  int32_t best = -1;
+  float bv = -INFINITY;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const float x = std::isnan(v[i]) ? -INFINITY : v[i];
+    if (best < 0 || x > bv) best = static_cast<int32_t>(i), bv = x;
+  }
+  return best < 0 ? 0 : best;
+}
+
 struct FusedRun {
   std::vector<float> res, h, out;
+  int32_t pick = -1;  // f32_out: the greedy sample of row 0
 };
 
 // add_rms_norm(res, y) -> h, then linear(h) -> out (and gated_act(out) -> a when gated), on
@@ -335,6 +348,13 @@ FusedRun run_fused_case(ComputeBackend& be, const FusedCase& c, const WeightPair
     be.linear(h.view, wt, b, gu.view);
   }
   FusedRun r;
+  if (c.f32_out && c.M == 1) {  // the greedy pick (fused: the LM head's own, GemvFusion::amax_id)
+    SampleBatch sb;
+    sb.rows.assign(1, SampleParams{});
+    SampleOutput so;
+    be.sample(gu.view.rows_from(0, 1), sb, so);
+    r.pick = so.ids.at(0);
+  }
   r.res = read(be, res, DType::f32);
   r.h = read(be, h, DType::bf16);
   r.out = c.gated ? read(be, a, DType::bf16) : read(be, gu, out_dt);
@@ -376,6 +396,10 @@ TEST(CudaOps, DecodeGemvFusions) {
         EXPECT_LT(rel_err(fused.res, ref.res), 1e-5) << what.str();
         EXPECT_LT(rel_err(fused.h, ref.h), kBf16Tol) << what.str();
         EXPECT_LT(rel_err(fused.out, ref.out), kBf16Tol) << what.str();
+        if (c.f32_out && c.M == 1) {  // each pick is the argmax of its own logits
+          EXPECT_EQ(fused.pick, host_argmax(fused.out)) << what.str();
+          EXPECT_EQ(plain.pick, host_argmax(plain.out)) << what.str();
+        }
         if ((kind == 3 || c.f32_out) &&
             c.M == 1) {  // the deferred norm: v to an ulp, h, out to bf16
           EXPECT_LT(rel_err(fused.res, plain.res), 1e-6) << what.str();
@@ -391,6 +415,61 @@ TEST(CudaOps, DecodeGemvFusions) {
   }
 }
 #endif
+
+// The LM head's fused greedy pick breaks ties as the greedy kernel does (the lowest id), across
+// the GEMV's blocks and within one: the winning row is copied to a row a third of the vocabulary
+// away (another block) and to one 7 rows away (most likely the same block), one of them before it.
+TEST(CudaOps, LmHeadGreedyPickTies) {
+  TS_REQUIRE_CUDA();
+  const int N = 65544, K = 1152;
+  WeightPair w = make_weight(N, K, DType::bf16);
+  auto dev = [&](const std::vector<float>& v, DType dt) {
+    DeviceArray a = cuda()->alloc_array(1, static_cast<int64_t>(v.size()), dt, "test");
+    const auto bytes = encode(v, dt);
+    cuda()->copy_to_device(a.view.data, bytes.data(), bytes.size());
+    return a;
+  };
+  const auto res0 = encode(randn(K, 2.f), DType::f32);
+  DeviceArray res = dev(std::vector<float>(K, 0.f), DType::f32), y = dev(randn(K), DType::bf16);
+  DeviceArray wo = dev(randn(K, 0.2f, 1.f), DType::f32);
+  DeviceArray h = dev(std::vector<float>(K, 0.f), DType::bf16);
+  DeviceArray lg = dev(std::vector<float>(N, NAN), DType::f32);
+  // The decoder's last step: the final norm on the residual add, then the LM head (fused).
+  auto pick = [&](const Weight& wt, std::vector<float>* logits) {
+    cuda()->copy_to_device(res.view.data, res0.data(), res0.size());
+    cuda()->add_rms_norm(res.view, y.view, nullptr, &wo.view, 1e-6f, h.view);
+    cuda()->linear(h.view, wt, nullptr, lg.view);
+    SampleBatch sb;
+    sb.rows.assign(1, SampleParams{});
+    SampleOutput so;
+    cuda()->sample(lg.view, sb, so);
+    if (logits) *logits = read(*cuda(), lg, DType::f32);
+    return so.ids.at(0);
+  };
+  std::vector<float> logits;
+  const int32_t a = pick(*w.g, &logits);
+  ASSERT_EQ(a, host_argmax(logits));
+  const size_t row = static_cast<size_t>(K) * 2;  // bytes of a bf16 row
+  for (const int32_t b : {a >= N / 2 ? a - N / 3 : a + N / 3, a >= N / 2 ? a + 7 : a - 7}) {
+    if (b < 0 || b >= N) continue;
+    std::vector<char> bytes = w.bytes;
+    std::copy_n(bytes.begin() + a * row, row, bytes.begin() + b * row);
+    TensorInfo t;
+    t.name = "test.weight";
+    t.dtype_name = "BF16";
+    t.dtype_known = true;
+    t.dtype = DType::bf16;
+    t.shape = {N, K};
+    t.data = bytes.data();
+    t.nbytes = bytes.size();
+    const TensorInfo* parts[] = {&t};
+    auto tied = cuda()->upload_weight(parts, DType::bf16, "tied weight");
+    const int32_t p = pick(*tied, &logits);
+    ASSERT_EQ(logits[a], logits[b]) << "rows " << a << " and " << b << " should give equal logits";
+    EXPECT_EQ(p, std::min(a, b)) << "tie between " << a << " and " << b;
+    EXPECT_EQ(p, host_argmax(logits));
+  }
+}
 
 TEST(CudaOps, LinearF32WeightsAndStridedInput) {
   TS_REQUIRE_CUDA();

@@ -20,6 +20,13 @@ struct CudaBackendControls {
   // Decode steps: the q/k norm + RoPE and the KV store done by the decode attention kernel
   // (attention.h DecodeRope) instead of a kernel of their own.
   bool fuse_attn_rope = true;
+  // An LM head at M = 1 on the streaming GEMV also picks the greedy id (GemvFusion::amax_id), and
+  // a plain greedy sample() of those logits takes it instead of launching greedy_rows.
+  bool fuse_argmax = true;
+  // Decode steps: the o projection's GEMV (M = 1) brings this % of each block's first rows of the
+  // gate_up weight into the L2 while it waits for the attention (ComputeBackend::prefetch_next;
+  // bench/NOTES-cuda.md run 24). 0: off.
+  int prefetch_percent = 35;
 };
 
 // nullptr when `b` is not the CUDA backend.

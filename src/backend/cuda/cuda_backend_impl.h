@@ -47,10 +47,19 @@ struct GraphKey {
   }
 };
 
+// Logits whose greedy ids a fused LM head computed (GemvFusion::amax_id): row 0 of `logits`
+// (`cols` wide) has its greedy id at `id` on the device, until an op writes the logits again.
+struct LogitsArgmax {
+  const void* logits = nullptr;
+  int64_t cols = 0;
+  const int32_t* id = nullptr;
+};
+
 struct GraphEntry {
   cudaGraphExec_t exec = nullptr;
   uint64_t epoch = 0;   // free_epoch() when captured
   bool warmed = false;  // ran eagerly once (sizes every lazily grown workspace)
+  LogitsArgmax argmax;  // what its forward leaves (a replay does not run the ops that set it)
 };
 
 class CudaBackend final : public ComputeBackend {
@@ -86,6 +95,10 @@ class CudaBackend final : public ComputeBackend {
     if (std::getenv("TESSERA_FUSE_ATTN_ROPE") &&
         std::string(std::getenv("TESSERA_FUSE_ATTN_ROPE")) == "0")
       controls_.fuse_attn_rope = false;
+    if (const char* e = std::getenv("TESSERA_PREFETCH")) controls_.prefetch_percent = std::atoi(e);
+    if (std::getenv("TESSERA_FUSE_ARGMAX") &&
+        std::string(std::getenv("TESSERA_FUSE_ARGMAX")) == "0")
+      controls_.fuse_argmax = false;
     progress_ = isatty(2) != 0;
   }
 
@@ -192,6 +205,7 @@ class CudaBackend final : public ComputeBackend {
 
   void scratch_reset() override {
     flush();
+    argmax_ = LogitsArgmax{};
     end_progress();
     if (staging_[0].size() != 0) {  // loading is over: give the staging memory back
       synchronize();
@@ -238,9 +252,8 @@ class CudaBackend final : public ComputeBackend {
   void add_rms_norm(Tensor residual, Tensor y, const Tensor* w_y, const Tensor* w_out, float eps,
                     Tensor out) override {
     flush();
-    if (controls_.fuse_gemv && w_out && y.dtype == DType::bf16 && out.dtype == DType::bf16 &&
-        residual.dtype == DType::f32 && residual.rows == y.rows && out.rows == y.rows &&
-        residual.cols == y.cols && out.cols == y.cols && y.rows >= 1 && y.rows <= 8) {
+    if (w_out && y.dtype == DType::bf16 && residual.rows == y.rows && residual.cols == y.cols &&
+        norm_fusable(residual, out)) {
       // A GEMV on `out` may follow and compute this norm itself: see linear().
       norm_ =
           PendingNorm{true, residual, y, w_y ? *w_y : Tensor{}, *w_out, w_y != nullptr, eps, out};
@@ -249,6 +262,7 @@ class CudaBackend final : public ComputeBackend {
     cuda::add_rms_norm(residual, y, w_y, w_out, eps, out, stream_);
   }
   void linear(Tensor x, const Weight& w, const Tensor* bias, Tensor out) override {
+    if (out.data == argmax_.logits) argmax_ = LogitsArgmax{};
     if (!fused_linear(x, w, bias, out, nullptr)) {
       flush();
       const auto& cw = static_cast<const CudaWeight&>(w);
@@ -301,12 +315,20 @@ class CudaBackend final : public ComputeBackend {
     flush();
     cuda::gated_act(gate_up, act, out, stream_);
   }
+  // Only the gated MLP weight, by the linear before it (the o projection): the measured case.
+  // Plain weights (the down projection, by gate_up's GEMV) cost decode_b1 4-7% (HBM is busy then).
+  void prefetch_next(const Weight& w, bool gated) override {
+    const auto& cw = static_cast<const CudaWeight&>(w);
+    if (gated && cw.dtype == DType::bf16)
+      linear_->set_prefetch(cw.data(), cw.rows, cw.cols, true, controls_.prefetch_percent);
+  }
   void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out) override {
     flush();
     cuda::gather_rows(x, rows, n, out, stream_);
   }
   void softcap(Tensor x, float cap) override {
     flush();
+    if (x.data == argmax_.logits) argmax_ = LogitsArgmax{};
     cuda::softcap(x, cap, stream_);
   }
   void sample(Tensor logits, const SampleBatch& batch, SampleOutput& out) override;
@@ -378,6 +400,11 @@ class CudaBackend final : public ComputeBackend {
   } rope_;
   // An add_rms_norm is deferred the same way: a decode-sized GEMV on its output computes it as
   // a prologue (fused_linear).
+  bool norm_fusable(Tensor residual, Tensor out) const {
+    return controls_.fuse_gemv && residual.dtype == DType::f32 && out.dtype == DType::bf16 &&
+           out.rows == residual.rows && out.cols == residual.cols && residual.rows >= 1 &&
+           residual.rows <= 8;
+  }
   struct PendingNorm {
     bool on = false;
     Tensor residual, y, w_y, w_out;
@@ -387,6 +414,11 @@ class CudaBackend final : public ComputeBackend {
   } norm_;
   GrowBuffer fuse_counter_;
   size_t fuse_counter_count_ = 0;
+  // The LM head's fused greedy pick: its id and per-block partials, its counter, and which logits
+  // it describes (LogitsArgmax; cleared by scratch_reset and by any op writing those logits).
+  GrowBuffer argmax_dev_, argmax_counter_;
+  size_t argmax_counter_count_ = 0;
+  LogitsArgmax argmax_;
   // Runs linear (gated: with the activation epilogue, out [M, N / 2]) as the streaming GEMV with
   // the pending add_rms_norm as its prologue when x is that norm's output, where the shape allows
   // a fusion and one is wanted; false (nothing launched) otherwise.
@@ -421,6 +453,13 @@ class CudaBackend final : public ComputeBackend {
     if (f.norm) {
       norm_.on = false;
       f.counter = zeroed_counters(fuse_counter_, fuse_counter_count_, 1);
+    }
+    if (out.dtype == DType::f32 && controls_.fuse_argmax) {  // an LM head (gemv_fusable)
+      auto* ws = static_cast<char*>(grow(argmax_dev_, 256 + kGemvArgmaxMaxBlocks * 8, "argmax"));
+      f.amax_id = reinterpret_cast<int32_t*>(ws);
+      f.amax_part = reinterpret_cast<float*>(ws + 256);
+      f.amax_count = zeroed_counters(argmax_counter_, argmax_counter_count_, 1);
+      argmax_ = LogitsArgmax{out.data, out.cols, f.amax_id};
     }
     flush();
     linear_->linear(x, cw.data(), cw.dtype, cw.rows, cw.cols,

@@ -142,6 +142,7 @@ void CudaBackend::run_forward(const BatchView& b, const std::function<void()>& o
   const uint64_t epoch = free_epoch();
   if (e.exec && e.epoch == epoch) {
     TS_CUDA(cudaGraphLaunch(e.exec, stream_));
+    argmax_ = e.argmax;
     return;
   }
   if (e.exec) {  // memory it may reference was freed since
@@ -170,6 +171,7 @@ void CudaBackend::run_forward(const BatchView& b, const std::function<void()>& o
     throw;
   }
   capturing_ = false;
+  e.argmax = argmax_;
   TS_CUDA(cudaStreamEndCapture(stream_, &graph));
   cudaError_t ie = cudaGraphInstantiate(&e.exec, graph, 0);
   cudaGraphDestroy(graph);

@@ -70,6 +70,12 @@ void CudaBackend::sample_async(Tensor logits, const SampleBatch& batch) {
   bool all_plain_greedy = true;
   for (const SampleRowDev& d : rows)
     all_plain_greedy &= d.work_row < 0 && d.temperature <= 0.f && !d.want_logprob && d.top_n == 0;
+  if (all_plain_greedy && R == 1 && logits.data == argmax_.logits && V == argmax_.cols) {
+    // The LM head picked it (GemvFusion::amax_id): nothing to launch.
+    if (sample_host_.size() < 4) sample_host_ = PinnedBuffer(4096, "sampling staging");
+    download_sampled(sample_host_.as<char>(), argmax_.id, 4, 1);
+    return;
+  }
   if (all_plain_greedy) {  // the common decode case: ids only, many blocks per row
     const size_t ids_bytes = (static_cast<size_t>(R) * 4 + 255) / 256 * 256;
     auto* ws = static_cast<char*>(grow(

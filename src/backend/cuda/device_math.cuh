@@ -97,4 +97,19 @@ struct AddRmsNormRow {
   }
 };
 
+// The greedy pick's order, shared by the sampler (sampling.cu) and the LM head's fused pick
+// (gemv_fusion.cuh) so that both choose the same id: (value, id) first in (value descending, id
+// ascending); callers map NaN to -inf before comparing.
+__device__ __forceinline__ bool before(float v, int i, float bv, int bi) {
+  return bi < 0 || v > bv || (v == bv && i < bi);
+}
+// The warp's first (value, id) by before(), in every lane; id < 0 marks a lane with none.
+__device__ __forceinline__ void warp_argmax(float& v, int& i) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, v, o);
+    const int oi = __shfl_xor_sync(0xffffffffu, i, o);
+    if (oi >= 0 && before(ov, oi, v, i)) v = ov, i = oi;
+  }
+}
+
 }  // namespace tessera::cuda

@@ -67,9 +67,26 @@ __host__ __device__ inline size_t gemv_defer_bytes(int64_t n) {
   return static_cast<size_t>(n) * 16;
 }
 
+// The first kPer norm weights of each thread (w_y, w_out), which no kernel writes: a caller may
+// load them before its PDL wait (EARLY) and pass them in.
+struct DeferWeights {
+  static constexpr int kT = 256, kPer = 5;
+  float wy[kPer], wo[kPer];
+  __device__ __forceinline__ void load(const GemvFusion& f, int n) {
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int i = threadIdx.x + k * kT;
+      wy[k] = f.w_y && i < n ? f.w_y[i] : 0.f;
+      wo[k] = i < n ? f.w_out[i] : 0.f;
+    }
+  }
+};
+
+template <bool EARLY>
 __device__ __forceinline__ void gemv_defer_prologue(const GemvFusion& f, int n, unsigned char* smem,
-                                                    float* nred, float& s_y, float& s_h) {
-  constexpr int kT = 256, kPer = 5;
+                                                    float* nred, float& s_y, float& s_h,
+                                                    const DeferWeights& dw) {
+  constexpr int kT = DeferWeights::kT, kPer = DeferWeights::kPer;
   float* P = reinterpret_cast<float*>(smem);
   float* Q = P + n;
   float* R = Q + n;
@@ -96,8 +113,13 @@ __device__ __forceinline__ void gemv_defer_prologue(const GemvFusion& f, int n, 
       const int i = threadIdx.x + k * kT;
       y[k] = i < n ? to_f32(f.y[i]) : 0.f;
       r[k] = i < n ? f.res[i] : 0.f;
-      wy[k] = f.w_y && i < n ? f.w_y[i] : 0.f;
-      wo[k] = i < n ? f.w_out[i] : 0.f;
+      if constexpr (EARLY) {
+        wy[k] = dw.wy[k];
+        wo[k] = dw.wo[k];
+      } else {
+        wy[k] = f.w_y && i < n ? f.w_y[i] : 0.f;
+        wo[k] = i < n ? f.w_out[i] : 0.f;
+      }
     }
 #pragma unroll
     for (int k = 0; k < kPer; ++k) {
@@ -175,16 +197,71 @@ __device__ __forceinline__ void gemv_norm_writeback(const GemvFusion& f, int n,
 }
 
 // Row `row` of output m from its sums (gate, and up when gated) plus the bias: the value, or
-// act(bf16(gate)) * bf16(up) as gated_act computes it from a bf16 gate_up.
+// act(bf16(gate)) * bf16(up) as gated_act computes it from a bf16 gate_up. Returns the value
+// stored.
 template <class TO, bool GATED>
-__device__ __forceinline__ void gemv_store(const GemvArgs& a, int m, int row, float g, float u) {
+__device__ __forceinline__ TO gemv_store(const GemvArgs& a, int m, int row, float g, float u) {
   g += a.bias ? a.bias[row] : 0.f;
   TO* o = static_cast<TO*>(a.out) + m * a.os + row;
+  TO v;
   if constexpr (GATED) {
     u += a.bias ? a.bias[row + a.up] : 0.f;
-    *o = from_f32<TO>(act_fn(a.f.act, to_f32(from_f32<bf16>(g))) * to_f32(from_f32<bf16>(u)));
+    v = from_f32<TO>(act_fn(a.f.act, to_f32(from_f32<bf16>(g))) * to_f32(from_f32<bf16>(u)));
   } else {
-    *o = from_f32<TO>(g);
+    v = from_f32<TO>(g);
+  }
+  *o = v;
+  return v;
+}
+
+// The fused greedy pick (GemvFusion::amax_id): a thread's running first (logit, row), NaN as -inf
+// as greedy_rows takes them.
+__device__ __forceinline__ void gemv_argmax_take(float v, int row, float& bv, int& bi) {
+  if (v != v) v = -INFINITY;
+  if (before(v, row, bv, bi)) bv = v, bi = row;
+}
+
+// The block's first (logit, row) to amax_part; the last block to finish reduces every block's
+// and writes the id (0 when no row had one, as greedy_rows), leaving the counter zero. Called by
+// every thread of the block after its last store.
+__device__ __forceinline__ void gemv_argmax_finish(const GemvFusion& f, float bv, int bi) {
+  __shared__ float wv[8];
+  __shared__ int wi[8];
+  __shared__ int last;
+  const int tid = threadIdx.x, nb = gridDim.x;
+  // The block's first: warps, then warp 0 over the eight.
+  auto block_first = [&] {
+    warp_argmax(bv, bi);
+    if ((tid & 31) == 0) wv[tid >> 5] = bv, wi[tid >> 5] = bi;
+    __syncthreads();
+    if (tid < 32) {
+      bv = tid < 8 ? wv[tid] : -INFINITY;
+      bi = tid < 8 ? wi[tid] : -1;
+      warp_argmax(bv, bi);
+    }
+  };
+  block_first();
+  if (tid == 0) {
+    f.amax_part[2 * blockIdx.x] = bv;
+    f.amax_part[2 * blockIdx.x + 1] = __int_as_float(bi);
+    __threadfence();
+    last = atomicAdd(f.amax_count, 1) == nb - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  bv = -INFINITY;
+  bi = -1;
+  for (int b = tid; b < nb; b += blockDim.x) {
+    const float v = __ldcg(f.amax_part + 2 * b);
+    const int id = __float_as_int(__ldcg(f.amax_part + 2 * b + 1));
+    if (id >= 0 && before(v, id, bv, bi)) bv = v, bi = id;
+  }
+  __syncthreads();  // warp 0 has read wv and wi
+  block_first();
+  if (tid == 0) {
+    *f.amax_id = bi < 0 ? 0 : bi;
+    *f.amax_count = 0;
   }
 }
 

@@ -105,13 +105,35 @@ __device__ __forceinline__ void dot8pq(uint4 w, float4 p0, float4 p1, float4 q0,
 // from L1. Few registers, so 6-8 blocks share an SM and many bytes stay in flight.
 constexpr int kU = 8;
 
-template <int M, class TO, int KU>
+// L2Prefetch's rows, a row per warp of the grid (its lanes over the row's 128-byte lines): nothing
+// held in registers or waited for. (Per 32-byte sector, or one cp.async.bulk.prefetch.L2 per row,
+// measured the same: run 24.)
+__device__ __forceinline__ void l2_prefetch(const L2Prefetch& pf) {
+  const int H = pf.up > 0 ? 2 : 1;
+  const int rows = pf.G * pf.take * H;
+  const int warps = static_cast<int>(gridDim.x * blockDim.x / 32);
+  const int lane = threadIdx.x & 31;
+  for (int q = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / 32); q < rows;
+       q += warps) {
+    const int b = q / (pf.take * H), r = q - b * pf.take * H, j = r / H, h = r - j * H;
+    const int64_t r0 = pf.N * b / pf.G, r1 = pf.N * (b + 1) / pf.G;
+    if (r0 + j >= r1) continue;
+    const bf16* row = pf.W + (r0 + j + h * pf.up) * pf.K;
+    for (int e = lane * 64; e < pf.K; e += 32 * 64)
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(row + e));
+  }
+}
+
+// PF: also issues an L2Prefetch before its PDL wait (M = 1: the o projection, while the decode
+// attention runs and HBM would idle, for the gate_up GEMV after it: on L2-resident weights that
+// GEMV takes 9.2 instead of 11.1 us, run 24).
+template <int M, class TO, int KU, bool PF>
 __global__ void __launch_bounds__(256, M == 1   ? 4
                                        : M <= 4 ? 2
                                                 : 1)
     gemv_kernel(const bf16* __restrict__ W, int64_t N, int K8, const bf16* __restrict__ x,
                 int64_t xs, const float* __restrict__ bias, TO* __restrict__ out, int64_t os,
-                int wpr) {
+                int wpr, L2Prefetch pf) {
   __shared__ float red[8][M];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * (8 / wpr) + warp / wpr;
@@ -125,6 +147,7 @@ __global__ void __launch_bounds__(256, M == 1   ? 4
     const int c = c0 + u * 32 + lane;
     if (c < c1) wv[u] = __ldcs(wr + c);
   }
+  if constexpr (PF) l2_prefetch(pf);
   pdl_wait();
   pdl_trigger();
   float acc[M];
@@ -174,7 +197,8 @@ __global__ void __launch_bounds__(256, M == 1   ? 4
 
 template <class TO>
 void launch_gemv(int M, const bf16* W, int64_t N, int64_t K, const bf16* x, int64_t xs,
-                 const float* bias, TO* out, int64_t os, cudaStream_t st) {
+                 const float* bias, TO* out, int64_t os, cudaStream_t st,
+                 const L2Prefetch& pf = {}) {
   const int K8 = static_cast<int>(K / 8);
   int wpr = 1;
   while (wpr < 8 && N * wpr < 8192 && K8 / (wpr * 2) >= 64) wpr *= 2;
@@ -185,8 +209,15 @@ void launch_gemv(int M, const bf16* W, int64_t N, int64_t K, const bf16* x, int6
   const int64_t slice = (K8 + wpr - 1) / wpr;
   dispatch_m(M, [&]<int M_>() {
     auto go = [&]<int KU>() {
-      launch(gemv_kernel<M_, TO, KU>, grid, 256, 0, st, "linear (gemv)", W, N, K8, x, xs, bias, out,
-             os, wpr);
+      if constexpr (M_ == 1) {
+        if (pf.W) {
+          launch(gemv_kernel<M_, TO, KU, true>, grid, 256, 0, st, "linear (gemv)", W, N, K8, x, xs,
+                 bias, out, os, wpr, pf);
+          return;
+        }
+      }
+      launch(gemv_kernel<M_, TO, KU, false>, grid, 256, 0, st, "linear (gemv)", W, N, K8, x, xs,
+             bias, out, os, wpr, pf);
     };
     if (fit && slice <= 64) {
       go.template operator()<2>();
@@ -221,9 +252,12 @@ constexpr size_t kStreamMaxSmem = 96u << 10;
 // KU: loads per lane per row of an item. Every item's loads are issued one item ahead. Measured
 // (bench/NOTES-cuda.md run 10): fewer registers (KU = 5, no look-ahead for gated items, 3-4
 // blocks per SM so that the next kernel's blocks fit beside these) lost 15% on decode_b1.
-template <int M, class TO, bool NORM, bool GATED, int KU, bool XF, bool DEFER>
+// ARGMAX: the LM head's greedy pick (GemvFusion::amax_id; M = 1, f32 out, DEFER), a variant of
+// its own so that the kernel without it keeps its code.
+template <int M, class TO, bool NORM, bool GATED, int KU, bool XF, bool DEFER, bool ARGMAX>
 __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(GemvArgs a) {
   static_assert(!DEFER || (M == 1 && NORM && XF), "DEFER: M = 1 with the norm, x in f32");
+  static_assert(!ARGMAX || (DEFER && std::is_same_v<TO, float> && !GATED), "ARGMAX: LM heads");
   constexpr int R = GATED ? 2 : 1;  // rows per item
   __shared__ float red[kStreamMaxItems][R][M];
   __shared__ float nred[32];
@@ -254,13 +288,18 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(Ge
   int it = warp;
   int ticket = 0;
   if (it < items) load(cur, it);
+  // The deferred norm's weights before the wait where registers allow (not with the gated pair's
+  // loads in flight: 127 registers already).
+  constexpr bool kEarly = DEFER && !GATED;
+  DeferWeights dw;
+  if constexpr (kEarly) dw.load(a.f, K8 * 8);
   pdl_wait();
   pdl_trigger();
   const bf16* x = a.x;
   int64_t xs = a.xs;
   float s_y = 1.f, s_h = 1.f;  // DEFER: the norm's scales
   if constexpr (DEFER) {
-    gemv_defer_prologue(a.f, K8 * 8, stream_smem, nred, s_y, s_h);
+    gemv_defer_prologue<kEarly>(a.f, K8 * 8, stream_smem, nred, s_y, s_h, dw);
     if (tid == 0) ticket = atomicAdd(a.f.counter, 1);
   } else if constexpr (NORM) {
     gemv_norm_prologue<M>(a.f, K8 * 8, stream_smem, nred);
@@ -287,12 +326,15 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(Ge
     }
     __syncthreads();
   }
+  float amax_v = -INFINITY;
+  int amax_i = -1;
   auto store = [&](int m, int row, float g, float u) {
     if constexpr (DEFER) {
       g = __fmul_rn(s_h, g);
       u = __fmul_rn(s_h, u);
     }
-    gemv_store<TO, GATED>(a, m, row, g, u);
+    const TO v = gemv_store<TO, GATED>(a, m, row, g, u);
+    if constexpr (ARGMAX) gemv_argmax_take(v, row, amax_v, amax_i);
   };
   auto reduce_item = [&](const uint4(&cur)[R][KU], int it) {
     float acc[R][M], acc2[R][M];
@@ -384,6 +426,7 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(Ge
   } else if constexpr (NORM) {
     gemv_norm_writeback<M>(a.f, K8 * 8, stream_smem, ticket, &is_last);
   }
+  if constexpr (ARGMAX) gemv_argmax_finish(a.f, amax_v, amax_i);
 }
 
 bool stream_xf_enabled() {
@@ -404,16 +447,17 @@ int stream_wpr(int64_t rows, int64_t K, int sms, int ku) {
   return wpr;
 }
 
-template <int M, class TO, bool NORM, bool GATED, int KU, bool XF, bool DEFER = false>
+template <int M, class TO, bool NORM, bool GATED, int KU, bool XF, bool DEFER = false,
+          bool ARGMAX = false>
 void launch_stream_k(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_t st) {
   static const bool configured = [] {
-    TS_CUDA(cudaFuncSetAttribute(gemv_stream_kernel<M, TO, NORM, GATED, KU, XF, DEFER>,
+    TS_CUDA(cudaFuncSetAttribute(gemv_stream_kernel<M, TO, NORM, GATED, KU, XF, DEFER, ARGMAX>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  static_cast<int>(kStreamMaxSmem)));
     return true;
   }();
   (void)configured;
-  launch(gemv_stream_kernel<M, TO, NORM, GATED, KU, XF, DEFER>, grid, 256, smem, st,
+  launch(gemv_stream_kernel<M, TO, NORM, GATED, KU, XF, DEFER, ARGMAX>, grid, 256, smem, st,
          "linear (gemv)", a);
 }
 
@@ -433,6 +477,13 @@ void launch_stream_ku(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_
     if constexpr (NORM) {
       const int64_t K = static_cast<int64_t>(a.K8) * 8;
       if (stream_defer_fits(K)) {
+        if constexpr (std::is_same_v<TO, float> && !GATED) {
+          if (a.f.amax_id) {
+            launch_stream_k<M, TO, NORM, GATED, KU, true, true, true>(a, grid, gemv_defer_bytes(K),
+                                                                      st);
+            return;
+          }
+        }
         launch_stream_k<M, TO, NORM, GATED, KU, true, true>(a, grid, gemv_defer_bytes(K), st);
         return;
       }
@@ -686,14 +737,29 @@ bool LinearOps::use_mma(int64_t M, int64_t rows, int64_t K, bool norm, bool gate
   return wanted && gemv_mma_fits(static_cast<int>(M), rows, K, norm, sms_);
 }
 
+void LinearOps::set_prefetch(const void* w, int64_t rows, int64_t K, bool gated, int percent) {
+  prefetch_ = L2Prefetch{};
+  if (percent <= 0 || K % 64 != 0 || (gated && rows % 2 != 0)) return;
+  const int64_t N = gated ? rows / 2 : rows;  // the streaming GEMV's rows (gated: pairs)
+  const int G =
+      static_cast<int>(std::min<int64_t>(static_cast<int64_t>(sms_) * kStreamBlocksPerSm, N));
+  const int64_t per = (N + G - 1) / G;
+  prefetch_ = L2Prefetch{
+      static_cast<const bf16*>(w), N, gated ? N : 0,
+      static_cast<int>(K),         G, static_cast<int>((per * std::min(percent, 100) + 99) / 100)};
+}
+
 void LinearOps::linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, const float* bias,
                        Tensor out, cudaStream_t st, const GemvFusion* f) {
   const int64_t M = x.rows;
+  const L2Prefetch pf = prefetch_;
+  prefetch_ = L2Prefetch{};
   if (M == 0 || N == 0) return;
   if (f) {
     TS_ASSERT(x.cols == K && gemv_fusable(x, w, w_dt, N, K, out, *f));
     const GemvArgs a = stream_args(x, w, N, K, bias, out, f, sms_);
     if (out.dtype == DType::f32) {  // an LM head (gemv_fusable)
+      TS_ASSERT(!f->amax_id || sms_ * kStreamBlocksPerSm <= kGemvArgmaxMaxBlocks);
       launch_gemv_stream<float>(1, a, true, false, st, sms_);
       return;
     }
@@ -727,10 +793,10 @@ void LinearOps::linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K
     }
     if (out.dtype == DType::f32) {
       launch_gemv<float>(static_cast<int>(M), static_cast<const bf16*>(w), N, K,
-                         x.ptr<const bf16>(), x.stride, bias, out.ptr<float>(), out.stride, st);
+                         x.ptr<const bf16>(), x.stride, bias, out.ptr<float>(), out.stride, st, pf);
     } else {
       launch_gemv<bf16>(static_cast<int>(M), static_cast<const bf16*>(w), N, K, x.ptr<const bf16>(),
-                        x.stride, bias, out.ptr<bf16>(), out.stride, st);
+                        x.stride, bias, out.ptr<bf16>(), out.stride, st, pf);
     }
     return;
   }

@@ -44,6 +44,25 @@ struct GemvFusion {
   int* counter = nullptr;  // zero before, left zero
   bool gated = false;
   Activation act = Activation::gelu_tanh;
+  // The greedy pick of an LM head's logits (M = 1, f32 out, amax_id set): every block's first
+  // (logit, row) in the greedy sampler's order into amax_part[2 * block, +2], and the last block
+  // to finish writes the row's id to *amax_id, as greedy_rows would pick it from the logits
+  // written (sampling.cu): one kernel launch fewer per greedy decode step.
+  float* amax_part = nullptr;  // 2 x kGemvArgmaxMaxBlocks
+  int* amax_count = nullptr;   // zero before, left zero
+  int32_t* amax_id = nullptr;
+};
+constexpr int kGemvArgmaxMaxBlocks = 1024;
+
+// Part of a weight to bring into the L2 ahead of the streaming GEMV that reads it (run by an
+// earlier kernel, where HBM would otherwise idle): the first `take` rows of each of the G blocks'
+// row ranges [N b / G, N (b + 1) / G) -- with `up` > 0 (a gated [gate; up] weight) each a pair,
+// rows j and up + j -- by prefetch.global.L2 of each 128-byte line.
+struct L2Prefetch {
+  const bf16* W = nullptr;
+  int64_t N = 0, up = 0;
+  int K = 0;
+  int G = 0, take = 0;
 };
 
 // One decode GEMV launch (linear.cu's streaming kernel, gemv_mma.cu's tensor-core one): out[m,
@@ -90,6 +109,10 @@ class LinearOps {
   // unfused GEMVs only.
   void set_gemv_kind(int k) { gemv_kind_ = k; }
   int gemv_max_m() const { return gemv_max_m_; }
+  // The next linear, when its kernel is the one-row GEMV at M = 1, also prefetches `percent` %
+  // of each block's first rows of w [rows, K] as the streaming GEMV will read it (gated: [gate;
+  // up] pairs) into the L2 before its PDL wait (L2Prefetch); any linear call consumes it.
+  void set_prefetch(const void* w, int64_t rows, int64_t K, bool gated, int percent);
 
  private:
   struct Plan {
@@ -111,6 +134,7 @@ class LinearOps {
   int gemv_max_m_ = 8;
   int sms_ = 132;
   int gemv_kind_ = 1;
+  L2Prefetch prefetch_;
 };
 
 }  // namespace tessera::cuda

@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "backend/cuda/cuda_common.h"
+#include "backend/cuda/device_math.cuh"
 #include "backend/cuda/sampling.h"
 #include "core/rng.h"
 
@@ -160,18 +161,7 @@ __device__ double row_sum_d(double v, Row& c) {
   return row_combine(block_sum_d(v, c.sh), c.sh.cd, c, [](double a, double b) { return a + b; });
 }
 
-// (value, id) that comes first in (value descending, id ascending); NaN counts as -inf.
-__device__ __forceinline__ bool before(float v, int i, float bv, int bi) {
-  return bi < 0 || v > bv || (v == bv && i < bi);
-}
-// The warp's first (value, id) by before(), in every lane; id < 0 marks a lane with none.
-__device__ __forceinline__ void warp_argmax(float& v, int& i) {
-  for (int o = 16; o > 0; o >>= 1) {
-    const float ov = __shfl_xor_sync(0xffffffffu, v, o);
-    const int oi = __shfl_xor_sync(0xffffffffu, i, o);
-    if (oi >= 0 && before(ov, oi, v, i)) v = ov, i = oi;
-  }
-}
+// before() and warp_argmax(): device_math.cuh (the LM head's fused greedy pick uses them too).
 __device__ void block_argmax(float& v, int& i, Shared& sh) {
   warp_argmax(v, i);
   __syncthreads();
