@@ -111,5 +111,18 @@ __device__ __forceinline__ void warp_argmax(float& v, int& i) {
     if (oi >= 0 && before(ov, oi, v, i)) v = ov, i = oi;
   }
 }
+// A 256-thread block's first (value, id), in warp 0 (its other threads keep their warp's);
+// wv, wi: 8 each of shared memory, read by warp 0 after the call's barrier.
+__device__ __forceinline__ void block256_argmax(float& v, int& i, float* wv, int* wi) {
+  const int tid = threadIdx.x;
+  warp_argmax(v, i);
+  if ((tid & 31) == 0) wv[tid >> 5] = v, wi[tid >> 5] = i;
+  __syncthreads();
+  if (tid < 32) {
+    v = tid < 8 ? wv[tid] : -INFINITY;
+    i = tid < 8 ? wi[tid] : -1;
+    warp_argmax(v, i);
+  }
+}
 
 }  // namespace tessera::cuda

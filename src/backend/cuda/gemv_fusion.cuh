@@ -229,18 +229,7 @@ __device__ __forceinline__ void gemv_argmax_finish(const GemvFusion& f, float bv
   __shared__ int wi[8];
   __shared__ int last;
   const int tid = threadIdx.x, nb = gridDim.x;
-  // The block's first: warps, then warp 0 over the eight.
-  auto block_first = [&] {
-    warp_argmax(bv, bi);
-    if ((tid & 31) == 0) wv[tid >> 5] = bv, wi[tid >> 5] = bi;
-    __syncthreads();
-    if (tid < 32) {
-      bv = tid < 8 ? wv[tid] : -INFINITY;
-      bi = tid < 8 ? wi[tid] : -1;
-      warp_argmax(bv, bi);
-    }
-  };
-  block_first();
+  block256_argmax(bv, bi, wv, wi);
   if (tid == 0) {
     f.amax_part[2 * blockIdx.x] = bv;
     f.amax_part[2 * blockIdx.x + 1] = __int_as_float(bi);
@@ -258,7 +247,7 @@ __device__ __forceinline__ void gemv_argmax_finish(const GemvFusion& f, float bv
     if (id >= 0 && before(v, id, bv, bi)) bv = v, bi = id;
   }
   __syncthreads();  // warp 0 has read wv and wi
-  block_first();
+  block256_argmax(bv, bi, wv, wi);
   if (tid == 0) {
     *f.amax_id = bi < 0 ? 0 : bi;
     *f.amax_count = 0;

@@ -845,19 +845,12 @@ __global__ void __launch_bounds__(256)
     i = i0 + (i1 - i0) / 4 * 4;
   }
   for (int k = i + tid; k < i1; k += 256) take(row[k], k);
-  warp_argmax(bv, bi);
-  if ((tid & 31) == 0) wv[tid >> 5] = bv, wi[tid >> 5] = bi;
-  __syncthreads();
-  if (tid < 32) {
-    bv = tid < 8 ? wv[tid] : -INFINITY;
-    bi = tid < 8 ? wi[tid] : -1;
-    warp_argmax(bv, bi);
-    if (tid == 0) {
-      part[(static_cast<int64_t>(r) * nb + b) * 2] = bv;
-      part[(static_cast<int64_t>(r) * nb + b) * 2 + 1] = __int_as_float(bi);
-      __threadfence();
-      is_last = atomicAdd(&counters[r], 1) == nb - 1;
-    }
+  block256_argmax(bv, bi, wv, wi);
+  if (tid == 0) {
+    part[(static_cast<int64_t>(r) * nb + b) * 2] = bv;
+    part[(static_cast<int64_t>(r) * nb + b) * 2 + 1] = __int_as_float(bi);
+    __threadfence();
+    is_last = atomicAdd(&counters[r], 1) == nb - 1;
   }
   __syncthreads();
   if (!is_last || tid >= 32) return;
