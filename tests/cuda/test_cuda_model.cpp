@@ -193,7 +193,8 @@ TEST(CudaModel, GraphReplayEqualsEagerDecode) {
 }
 
 // A one-sequence decode's L2 prefetch (the o GEMV bringing gate_up's first rows into the L2) is
-// only a hint: off, default and every row give the same logits bit for bit, eager and replayed.
+// only a hint: off, default and every row past the skipped ones give the same logits bit for bit,
+// eager and replayed.
 TEST(CudaModel, DecodePrefetchChangesNothing) {
   TS_REQUIRE_CUDA();
   Loaded g = load_on(*cuda());
@@ -213,7 +214,7 @@ TEST(CudaModel, DecodePrefetchChangesNothing) {
     return out;
   };
   const auto base = run(0);
-  for (int percent : {35, 100}) {
+  for (int percent : {30, 100}) {
     const auto x = run(percent);
     ASSERT_EQ(x.size(), base.size());
     for (size_t i = 0; i < base.size(); ++i)

@@ -23,10 +23,11 @@ struct CudaBackendControls {
   // An LM head at M = 1 on the streaming GEMV also picks the greedy id (GemvFusion::amax_id), and
   // a plain greedy sample() of those logits takes it instead of launching greedy_rows.
   bool fuse_argmax = true;
-  // Decode steps: the o projection's GEMV (M = 1) brings this % of each block's first rows of the
-  // gate_up weight into the L2 while it waits for the attention (ComputeBackend::prefetch_next;
-  // bench/NOTES-cuda.md run 24). 0: off.
-  int prefetch_percent = 35;
+  // Decode steps: the o projection's GEMV (M = 1) brings prefetch_percent % of each gate_up
+  // block's rows, after its first prefetch_skip_percent %, into the L2 while it waits for the
+  // attention (ComputeBackend::prefetch_next; bench/NOTES-cuda.md run 24). 0: off.
+  int prefetch_percent = 30;
+  int prefetch_skip_percent = 15;
 };
 
 // nullptr when `b` is not the CUDA backend.

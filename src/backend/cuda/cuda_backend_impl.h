@@ -96,6 +96,8 @@ class CudaBackend final : public ComputeBackend {
         std::string(std::getenv("TESSERA_FUSE_ATTN_ROPE")) == "0")
       controls_.fuse_attn_rope = false;
     if (const char* e = std::getenv("TESSERA_PREFETCH")) controls_.prefetch_percent = std::atoi(e);
+    if (const char* e = std::getenv("TESSERA_PREFETCH_SKIP"))
+      controls_.prefetch_skip_percent = std::atoi(e);
     if (std::getenv("TESSERA_FUSE_ARGMAX") &&
         std::string(std::getenv("TESSERA_FUSE_ARGMAX")) == "0")
       controls_.fuse_argmax = false;
@@ -320,7 +322,8 @@ class CudaBackend final : public ComputeBackend {
   void prefetch_next(const Weight& w, bool gated) override {
     const auto& cw = static_cast<const CudaWeight&>(w);
     if (gated && cw.dtype == DType::bf16)
-      linear_->set_prefetch(cw.data(), cw.rows, cw.cols, true, controls_.prefetch_percent);
+      linear_->set_prefetch(cw.data(), cw.rows, cw.cols, true, controls_.prefetch_percent,
+                            controls_.prefetch_skip_percent);
   }
   void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out) override {
     flush();

@@ -117,8 +117,8 @@ __device__ __forceinline__ void l2_prefetch(const L2Prefetch& pf) {
        q += warps) {
     const int b = q / (pf.take * H), r = q - b * pf.take * H, j = r / H, h = r - j * H;
     const int64_t r0 = pf.N * b / pf.G, r1 = pf.N * (b + 1) / pf.G;
-    if (r0 + j >= r1) continue;
-    const bf16* row = pf.W + (r0 + j + h * pf.up) * pf.K;
+    if (r0 + pf.skip + j >= r1) continue;
+    const bf16* row = pf.W + (r0 + pf.skip + j + h * pf.up) * pf.K;
     for (int e = lane * 64; e < pf.K; e += 32 * 64)
       asm volatile("prefetch.global.L2 [%0];" ::"l"(row + e));
   }
@@ -737,16 +737,23 @@ bool LinearOps::use_mma(int64_t M, int64_t rows, int64_t K, bool norm, bool gate
   return wanted && gemv_mma_fits(static_cast<int>(M), rows, K, norm, sms_);
 }
 
-void LinearOps::set_prefetch(const void* w, int64_t rows, int64_t K, bool gated, int percent) {
+void LinearOps::set_prefetch(const void* w, int64_t rows, int64_t K, bool gated, int percent,
+                             int skip_percent) {
   prefetch_ = L2Prefetch{};
   if (percent <= 0 || K % 64 != 0 || (gated && rows % 2 != 0)) return;
   const int64_t N = gated ? rows / 2 : rows;  // the streaming GEMV's rows (gated: pairs)
   const int G =
       static_cast<int>(std::min<int64_t>(static_cast<int64_t>(sms_) * kStreamBlocksPerSm, N));
   const int64_t per = (N + G - 1) / G;
-  prefetch_ = L2Prefetch{
-      static_cast<const bf16*>(w), N, gated ? N : 0,
-      static_cast<int>(K),         G, static_cast<int>((per * std::min(percent, 100) + 99) / 100)};
+  L2Prefetch p;
+  p.W = static_cast<const bf16*>(w);
+  p.N = N;
+  p.up = gated ? N : 0;
+  p.K = static_cast<int>(K);
+  p.G = G;
+  p.take = static_cast<int>((per * std::min(percent, 100) + 99) / 100);
+  p.skip = static_cast<int>(per * std::clamp(skip_percent, 0, 100) / 100);
+  prefetch_ = p;
 }
 
 void LinearOps::linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, const float* bias,
