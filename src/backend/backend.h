@@ -258,9 +258,11 @@ class ComputeBackend {
     linear(x, w_gate_up, bias, gate_up);
     gated_act(gate_up, act, out);
   }
-  // A hint: the linear after the next one reads w (linear_gated when gated). A backend may have
-  // the next one start bringing w closer; results never depend on it.
-  virtual void prefetch_next(const Weight& w, bool gated) {}
+  // A hint: linear_gated with w_gate_up follows the next linear. A backend may have that linear
+  // start bringing the weight closer; results never depend on it. (A plain weight hinted the same
+  // way, the down projection during gate_up, measured slower on the CUDA backend:
+  // bench/NOTES-cuda.md run 24.)
+  virtual void prefetch_gated(const Weight& w_gate_up) {}
   // out[r] = x[rows[r]]
   virtual void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out) = 0;
   // x = tanh(x / cap) * cap, in place (f32).

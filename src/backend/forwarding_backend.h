@@ -68,7 +68,7 @@ class ForwardingBackend : public ComputeBackend {
                     Tensor out) override {
     in_->linear_gated(x, w, bias, act, gu, out);
   }
-  void prefetch_next(const Weight& w, bool gated) override { in_->prefetch_next(w, gated); }
+  void prefetch_gated(const Weight& w) override { in_->prefetch_gated(w); }
   void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out) override {
     in_->gather_rows(x, rows, n, out);
   }

@@ -130,7 +130,7 @@ Tensor DecoderModel::forward(const HostBatch& hb, std::span<const KvLayerView> k
       be.kv_store(qkv, s.heads, s.kv_heads, s.head_dim, kv[l], b.groups[L.kv_group].slot_mapping);
       be.attention(qkv, s.heads, s.kv_heads, s.head_dim, kv[l], b, L.kv_group, s.attn_scale,
                    L.window, s.attn_softcap, attn);
-      be.prefetch_next(*L.gate_up, true);
+      be.prefetch_gated(*L.gate_up);
       be.linear(attn, *L.o, L.o_bias.buffer ? &L.o_bias.view : nullptr, o);
       be.add_rms_norm(x, o, s.sandwich_norms ? &L.post_attn_norm.view : nullptr,
                       &L.pre_ff_norm.view, s.eps, h);

@@ -141,20 +141,26 @@ struct WeightPair {
   std::vector<char> bytes;
 };
 
-inline WeightPair make_weight(int64_t rows, int64_t cols, DType dt, float scale = 0.05f) {
-  WeightPair w;
-  w.bytes = encode(randn(static_cast<size_t>(rows * cols), scale), dt);
+// A linear weight [rows, cols] of `dt` from its encoded bytes, uploaded to `be`.
+inline std::unique_ptr<Weight> upload_bytes(ComputeBackend& be, const std::vector<char>& bytes,
+                                            int64_t rows, int64_t cols, DType dt) {
   TensorInfo t;
   t.name = "test.weight";
   t.dtype_name = dt == DType::f32 ? "F32" : "BF16";
   t.dtype_known = true;
   t.dtype = dt;
   t.shape = {rows, cols};
-  t.data = w.bytes.data();
-  t.nbytes = w.bytes.size();
+  t.data = bytes.data();
+  t.nbytes = bytes.size();
   const TensorInfo* parts[] = {&t};
-  w.c = cpu().upload_weight(parts, dt, "test weight");
-  w.g = cuda()->upload_weight(parts, dt, "test weight");
+  return be.upload_weight(parts, dt, "test weight");
+}
+
+inline WeightPair make_weight(int64_t rows, int64_t cols, DType dt, float scale = 0.05f) {
+  WeightPair w;
+  w.bytes = encode(randn(static_cast<size_t>(rows * cols), scale), dt);
+  w.c = upload_bytes(cpu(), w.bytes, rows, cols, dt);
+  w.g = upload_bytes(*cuda(), w.bytes, rows, cols, dt);
   return w;
 }
 

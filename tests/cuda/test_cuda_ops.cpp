@@ -454,16 +454,7 @@ TEST(CudaOps, LmHeadGreedyPickTies) {
     if (b < 0 || b >= N) continue;
     std::vector<char> bytes = w.bytes;
     std::copy_n(bytes.begin() + a * row, row, bytes.begin() + b * row);
-    TensorInfo t;
-    t.name = "test.weight";
-    t.dtype_name = "BF16";
-    t.dtype_known = true;
-    t.dtype = DType::bf16;
-    t.shape = {N, K};
-    t.data = bytes.data();
-    t.nbytes = bytes.size();
-    const TensorInfo* parts[] = {&t};
-    auto tied = cuda()->upload_weight(parts, DType::bf16, "tied weight");
+    auto tied = upload_bytes(*cuda(), bytes, N, K, DType::bf16);
     const int32_t p = pick(*tied, &logits);
     ASSERT_EQ(logits[a], logits[b]) << "rows " << a << " and " << b << " should give equal logits";
     EXPECT_EQ(p, std::min(a, b)) << "tie between " << a << " and " << b;

@@ -25,7 +25,7 @@ struct CudaBackendControls {
   bool fuse_argmax = true;
   // Decode steps: the o projection's GEMV (M = 1) brings prefetch_percent % of each gate_up
   // block's rows, after its first prefetch_skip_percent %, into the L2 while it waits for the
-  // attention (ComputeBackend::prefetch_next; bench/NOTES-cuda.md run 24). 0: off.
+  // attention (ComputeBackend::prefetch_gated; bench/NOTES-cuda.md run 24). 0: off.
   int prefetch_percent = 30;
   int prefetch_skip_percent = 15;
 };

@@ -254,8 +254,9 @@ class CudaBackend final : public ComputeBackend {
   void add_rms_norm(Tensor residual, Tensor y, const Tensor* w_y, const Tensor* w_out, float eps,
                     Tensor out) override {
     flush();
-    if (w_out && y.dtype == DType::bf16 && residual.rows == y.rows && residual.cols == y.cols &&
-        norm_fusable(residual, out)) {
+    if (controls_.fuse_gemv && w_out && y.dtype == DType::bf16 && out.dtype == DType::bf16 &&
+        residual.dtype == DType::f32 && residual.rows == y.rows && out.rows == y.rows &&
+        residual.cols == y.cols && out.cols == y.cols && y.rows >= 1 && y.rows <= 8) {
       // A GEMV on `out` may follow and compute this norm itself: see linear().
       norm_ =
           PendingNorm{true, residual, y, w_y ? *w_y : Tensor{}, *w_out, w_y != nullptr, eps, out};
@@ -317,13 +318,11 @@ class CudaBackend final : public ComputeBackend {
     flush();
     cuda::gated_act(gate_up, act, out, stream_);
   }
-  // Only the gated MLP weight, by the linear before it (the o projection): the measured case.
-  // Plain weights (the down projection, by gate_up's GEMV) cost decode_b1 4-7% (HBM is busy then).
-  void prefetch_next(const Weight& w, bool gated) override {
+  void prefetch_gated(const Weight& w) override {
     const auto& cw = static_cast<const CudaWeight&>(w);
-    if (gated && cw.dtype == DType::bf16)
-      linear_->set_prefetch(cw.data(), cw.rows, cw.cols, true, controls_.prefetch_percent,
-                            controls_.prefetch_skip_percent);
+    if (cw.dtype == DType::bf16)
+      linear_->set_prefetch_gated(cw.data(), cw.rows, cw.cols, controls_.prefetch_percent,
+                                  controls_.prefetch_skip_percent);
   }
   void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out) override {
     flush();
@@ -403,11 +402,6 @@ class CudaBackend final : public ComputeBackend {
   } rope_;
   // An add_rms_norm is deferred the same way: a decode-sized GEMV on its output computes it as
   // a prologue (fused_linear).
-  bool norm_fusable(Tensor residual, Tensor out) const {
-    return controls_.fuse_gemv && residual.dtype == DType::f32 && out.dtype == DType::bf16 &&
-           out.rows == residual.rows && out.cols == residual.cols && residual.rows >= 1 &&
-           residual.rows <= 8;
-  }
   struct PendingNorm {
     bool on = false;
     Tensor residual, y, w_y, w_out;

@@ -70,24 +70,22 @@ void CudaBackend::sample_async(Tensor logits, const SampleBatch& batch) {
   bool all_plain_greedy = true;
   for (const SampleRowDev& d : rows)
     all_plain_greedy &= d.work_row < 0 && d.temperature <= 0.f && !d.want_logprob && d.top_n == 0;
-  if (all_plain_greedy && R == 1 && logits.data == argmax_.logits && V == argmax_.cols) {
-    // The LM head picked it (GemvFusion::amax_id): nothing to launch.
-    if (sample_host_.size() < 4) sample_host_ = PinnedBuffer(4096, "sampling staging");
-    download_sampled(sample_host_.as<char>(), argmax_.id, 4, 1);
-    return;
-  }
-  if (all_plain_greedy) {  // the common decode case: ids only, many blocks per row
-    const size_t ids_bytes = (static_cast<size_t>(R) * 4 + 255) / 256 * 256;
-    auto* ws = static_cast<char*>(grow(
-        greedy_dev_, ids_bytes + static_cast<size_t>(R) * kGreedyBlocks * 8, "greedy sampling"));
-    int* counters = zeroed_counters(greedy_counters_, greedy_counter_count_, R);
-    greedy_rows(logits.ptr<const float>(), logits.stride, R, V,
-                reinterpret_cast<float*>(ws + ids_bytes), counters, reinterpret_cast<int32_t*>(ws),
-                stream_);
+  if (all_plain_greedy) {             // the common decode case: ids only, many blocks per row
+    const int32_t* ids = argmax_.id;  // the LM head's own pick (GemvFusion::amax_id), if it is
+    if (R != 1 || logits.data != argmax_.logits || V != argmax_.cols) {
+      const size_t ids_bytes = (static_cast<size_t>(R) * 4 + 255) / 256 * 256;
+      auto* ws = static_cast<char*>(grow(
+          greedy_dev_, ids_bytes + static_cast<size_t>(R) * kGreedyBlocks * 8, "greedy sampling"));
+      int* counters = zeroed_counters(greedy_counters_, greedy_counter_count_, R);
+      greedy_rows(logits.ptr<const float>(), logits.stride, R, V,
+                  reinterpret_cast<float*>(ws + ids_bytes), counters,
+                  reinterpret_cast<int32_t*>(ws), stream_);
+      ids = reinterpret_cast<const int32_t*>(ws);
+    }
     if (sample_host_.size() < static_cast<size_t>(R) * 4)
       sample_host_ =
           PinnedBuffer(std::max<size_t>(4096, 2 * static_cast<size_t>(R) * 4), "sampling staging");
-    download_sampled(sample_host_.as<char>(), ws, static_cast<size_t>(R) * 4, R);
+    download_sampled(sample_host_.as<char>(), ids, static_cast<size_t>(R) * 4, R);
     return;
   }
   // Inputs: rows, penalty ids, counts, suppressed ids; outputs: ids, lp, top ids, top lp.

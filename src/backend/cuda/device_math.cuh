@@ -103,6 +103,11 @@ struct AddRmsNormRow {
 __device__ __forceinline__ bool before(float v, int i, float bv, int bi) {
   return bi < 0 || v > bv || (v == bv && i < bi);
 }
+// One candidate into a running first (bv, bi), NaN taken as -inf (as the greedy pick reads logits).
+__device__ __forceinline__ void argmax_take(float v, int i, float& bv, int& bi) {
+  if (v != v) v = -INFINITY;
+  if (before(v, i, bv, bi)) bv = v, bi = i;
+}
 // The warp's first (value, id) by before(), in every lane; id < 0 marks a lane with none.
 __device__ __forceinline__ void warp_argmax(float& v, int& i) {
   for (int o = 16; o > 0; o >>= 1) {

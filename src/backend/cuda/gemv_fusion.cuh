@@ -67,8 +67,8 @@ __host__ __device__ inline size_t gemv_defer_bytes(int64_t n) {
   return static_cast<size_t>(n) * 16;
 }
 
-// The first kPer norm weights of each thread (w_y, w_out), which no kernel writes: a caller may
-// load them before its PDL wait (EARLY) and pass them in.
+// The first kPer norm weights of each thread (w_y, w_out), which no kernel writes: the caller
+// loads them (before its PDL wait where registers allow) and passes them to the prologue.
 struct DeferWeights {
   static constexpr int kT = 256, kPer = 5;
   float wy[kPer], wo[kPer];
@@ -82,7 +82,6 @@ struct DeferWeights {
   }
 };
 
-template <bool EARLY>
 __device__ __forceinline__ void gemv_defer_prologue(const GemvFusion& f, int n, unsigned char* smem,
                                                     float* nred, float& s_y, float& s_h,
                                                     const DeferWeights& dw) {
@@ -107,24 +106,17 @@ __device__ __forceinline__ void gemv_defer_prologue(const GemvFusion& f, int n, 
   {
     // Every load of the first kPer elements in flight before any is used (5: n <= 1280 in one
     // round; 8 took the qkv kernel past the 104 registers that leave room for the attention).
-    float y[kPer], r[kPer], wy[kPer], wo[kPer];
+    float y[kPer], r[kPer];
 #pragma unroll
     for (int k = 0; k < kPer; ++k) {
       const int i = threadIdx.x + k * kT;
       y[k] = i < n ? to_f32(f.y[i]) : 0.f;
       r[k] = i < n ? f.res[i] : 0.f;
-      if constexpr (EARLY) {
-        wy[k] = dw.wy[k];
-        wo[k] = dw.wo[k];
-      } else {
-        wy[k] = f.w_y && i < n ? f.w_y[i] : 0.f;
-        wo[k] = i < n ? f.w_out[i] : 0.f;
-      }
     }
 #pragma unroll
     for (int k = 0; k < kPer; ++k) {
       const int i = threadIdx.x + k * kT;
-      if (i < n) one(i, y[k], r[k], wy[k], wo[k]);
+      if (i < n) one(i, y[k], r[k], dw.wy[k], dw.wo[k]);
     }
   }
   for (int i = threadIdx.x + kPer * kT; i < n; i += kT)
@@ -212,13 +204,6 @@ __device__ __forceinline__ TO gemv_store(const GemvArgs& a, int m, int row, floa
   }
   *o = v;
   return v;
-}
-
-// The fused greedy pick (GemvFusion::amax_id): a thread's running first (logit, row), NaN as -inf
-// as greedy_rows takes them.
-__device__ __forceinline__ void gemv_argmax_take(float v, int row, float& bv, int& bi) {
-  if (v != v) v = -INFINITY;
-  if (before(v, row, bv, bi)) bv = v, bi = row;
 }
 
 // The block's first (logit, row) to amax_part; the last block to finish reduces every block's

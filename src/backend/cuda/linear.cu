@@ -109,7 +109,7 @@ constexpr int kU = 8;
 // held in registers or waited for. (Per 32-byte sector, or one cp.async.bulk.prefetch.L2 per row,
 // measured the same: run 24.)
 __device__ __forceinline__ void l2_prefetch(const L2Prefetch& pf) {
-  const int H = pf.up > 0 ? 2 : 1;
+  constexpr int H = 2;  // gate and up
   const int rows = pf.G * pf.take * H;
   const int warps = static_cast<int>(gridDim.x * blockDim.x / 32);
   const int lane = threadIdx.x & 31;
@@ -118,7 +118,7 @@ __device__ __forceinline__ void l2_prefetch(const L2Prefetch& pf) {
     const int b = q / (pf.take * H), r = q - b * pf.take * H, j = r / H, h = r - j * H;
     const int64_t r0 = pf.N * b / pf.G, r1 = pf.N * (b + 1) / pf.G;
     if (r0 + pf.skip + j >= r1) continue;
-    const bf16* row = pf.W + (r0 + pf.skip + j + h * pf.up) * pf.K;
+    const bf16* row = pf.W + (r0 + pf.skip + j + h * pf.N) * pf.K;
     for (int e = lane * 64; e < pf.K; e += 32 * 64)
       asm volatile("prefetch.global.L2 [%0];" ::"l"(row + e));
   }
@@ -290,16 +290,16 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(Ge
   if (it < items) load(cur, it);
   // The deferred norm's weights before the wait where registers allow (not with the gated pair's
   // loads in flight: 127 registers already).
-  constexpr bool kEarly = DEFER && !GATED;
   DeferWeights dw;
-  if constexpr (kEarly) dw.load(a.f, K8 * 8);
+  if constexpr (DEFER && !GATED) dw.load(a.f, K8 * 8);
   pdl_wait();
   pdl_trigger();
   const bf16* x = a.x;
   int64_t xs = a.xs;
   float s_y = 1.f, s_h = 1.f;  // DEFER: the norm's scales
   if constexpr (DEFER) {
-    gemv_defer_prologue<kEarly>(a.f, K8 * 8, stream_smem, nred, s_y, s_h, dw);
+    if constexpr (GATED) dw.load(a.f, K8 * 8);
+    gemv_defer_prologue(a.f, K8 * 8, stream_smem, nred, s_y, s_h, dw);
     if (tid == 0) ticket = atomicAdd(a.f.counter, 1);
   } else if constexpr (NORM) {
     gemv_norm_prologue<M>(a.f, K8 * 8, stream_smem, nred);
@@ -334,7 +334,7 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(Ge
       u = __fmul_rn(s_h, u);
     }
     const TO v = gemv_store<TO, GATED>(a, m, row, g, u);
-    if constexpr (ARGMAX) gemv_argmax_take(v, row, amax_v, amax_i);
+    if constexpr (ARGMAX) argmax_take(v, row, amax_v, amax_i);
   };
   auto reduce_item = [&](const uint4(&cur)[R][KU], int it) {
     float acc[R][M], acc2[R][M];
@@ -737,18 +737,17 @@ bool LinearOps::use_mma(int64_t M, int64_t rows, int64_t K, bool norm, bool gate
   return wanted && gemv_mma_fits(static_cast<int>(M), rows, K, norm, sms_);
 }
 
-void LinearOps::set_prefetch(const void* w, int64_t rows, int64_t K, bool gated, int percent,
-                             int skip_percent) {
+void LinearOps::set_prefetch_gated(const void* w, int64_t rows, int64_t K, int percent,
+                                   int skip_percent) {
   prefetch_ = L2Prefetch{};
-  if (percent <= 0 || K % 64 != 0 || (gated && rows % 2 != 0)) return;
-  const int64_t N = gated ? rows / 2 : rows;  // the streaming GEMV's rows (gated: pairs)
+  if (percent <= 0 || K % 64 != 0 || rows % 2 != 0) return;
+  const int64_t N = rows / 2;  // the streaming GEMV's rows: [gate; up] pairs
   const int G =
       static_cast<int>(std::min<int64_t>(static_cast<int64_t>(sms_) * kStreamBlocksPerSm, N));
   const int64_t per = (N + G - 1) / G;
   L2Prefetch p;
   p.W = static_cast<const bf16*>(w);
   p.N = N;
-  p.up = gated ? N : 0;
   p.K = static_cast<int>(K);
   p.G = G;
   p.take = static_cast<int>((per * std::min(percent, 100) + 99) / 100);

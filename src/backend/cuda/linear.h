@@ -54,15 +54,15 @@ struct GemvFusion {
 };
 constexpr int kGemvArgmaxMaxBlocks = 1024;
 
-// Part of a weight to bring into the L2 ahead of the streaming GEMV that reads it (run by an
-// earlier kernel, where HBM would otherwise idle): `take` rows of each of the G blocks' row ranges
-// [N b / G, N (b + 1) / G) after its first `skip` -- with `up` > 0 (a gated [gate; up] weight)
-// each a pair, rows j and up + j -- by prefetch.global.L2 of each 128-byte line. (The GEMV's own
-// first rows go out before its PDL wait once its blocks are resident; skipping a few of them
-// measured better, bench/NOTES-cuda.md run 24.)
+// Part of a gated weight W [2 N, K] ([gate; up]) to bring into the L2 ahead of the streaming GEMV
+// that reads it (run by an earlier kernel, where HBM would otherwise idle): `take` pairs (rows j
+// and N + j) of each of the G blocks' pair ranges [N b / G, N (b + 1) / G) after its first `skip`,
+// by prefetch.global.L2 of each 128-byte line. (The GEMV's own first rows go out before its PDL
+// wait once its blocks are resident; skipping a few of them measured better, bench/NOTES-cuda.md
+// run 24.)
 struct L2Prefetch {
   const bf16* W = nullptr;
-  int64_t N = 0, up = 0;
+  int64_t N = 0;
   int K = 0;
   int G = 0, take = 0;
   int skip = 0;  // rows skipped at the start of each block's range
@@ -113,11 +113,10 @@ class LinearOps {
   void set_gemv_kind(int k) { gemv_kind_ = k; }
   int gemv_max_m() const { return gemv_max_m_; }
   // The next linear, when its kernel is the one-row GEMV at M = 1, also prefetches `percent` %
-  // of each block's rows of w [rows, K], after its first `skip_percent` %, as the streaming GEMV
-  // will read it (gated: [gate; up] pairs) into the L2 before its PDL wait (L2Prefetch); any
-  // linear call consumes it.
-  void set_prefetch(const void* w, int64_t rows, int64_t K, bool gated, int percent,
-                    int skip_percent);
+  // of each block's pairs of the gated weight w [rows, K], after its first `skip_percent` %, as
+  // the streaming GEMV will read them, into the L2 before its PDL wait (L2Prefetch); any linear
+  // call consumes it.
+  void set_prefetch_gated(const void* w, int64_t rows, int64_t K, int percent, int skip_percent);
 
  private:
   struct Plan {

@@ -808,10 +808,7 @@ __global__ void __launch_bounds__(256)
   const float* row = logits + static_cast<int64_t>(r) * stride;
   float bv = -INFINITY;
   int bi = -1;
-  auto take = [&](float v, int i) {
-    if (v != v) v = -INFINITY;
-    if (before(v, i, bv, bi)) bv = v, bi = i;
-  };
+  auto take = [&](float v, int i) { argmax_take(v, i, bv, bi); };
   int i = i0;
   if (reinterpret_cast<uintptr_t>(row + i0) % 16 == 0) {
     constexpr int kStep = 4 * 256;  // floats per block per round of 16-byte loads
