@@ -5,8 +5,9 @@
 #   2. last-position logits vs transformers: gemma3-1b on a 600-token prompt (crossing the
 #      512-token window) and gemma3-tiny, the same saved weights in both engines
 #      (tests/cuda/hf_compare.py); the transformers fixtures of tests/fixtures/models when present;
-#   3. tessera_gpu_bench on gemma3-1b (ceilings, GEMV/cuBLASLt crossover, the five workloads) and
-#      bench/hf_peer.py on the same directory, one after the other on an idle GPU;
+#   3. tessera_gpu_bench on gemma3-1b (the five workloads, then the ceilings and the GEMV /
+#      cuBLASLt crossover) and bench/hf_peer.py on the same directory, one after the other on an
+#      idle GPU;
 #   4. compute-sanitizer memcheck on decode (graphs included) and a CLI forward.
 # Logs go under $OUT (default /tmp/gpu-check); a PASS/FAIL table is printed last.
 #

@@ -48,6 +48,9 @@ double time_linear_us(int M, int N, int K, int path, int reps);
 // kernels (rows, stream) at M = 1, 2, 8, and the decode attention at several contexts; one line
 // each (gpu_bench --decode-ops).
 std::string decode_ops_report(int reps);
+// Gemma-3-1B's LM head at M = 1 with the final norm fused, with and without the greedy pick,
+// inside CUDA graphs: one line (gpu_bench --lm-ops).
+std::string lm_head_report(int reps);
 
 // cudaProfilerStart / Stop, so that `ncu --profile-from-start off` sees one chosen step.
 void profiler_range(bool start);

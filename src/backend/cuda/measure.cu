@@ -15,6 +15,7 @@
 #include "backend/cuda/cuda_common.h"
 #include "backend/cuda/cuda_memory.h"
 #include "backend/cuda/linear.h"
+#include "core/check.h"
 
 namespace tessera::cuda {
 
@@ -268,6 +269,55 @@ std::string decode_ops_report(int reps) {
     r += line;
   }
   return r;
+}
+
+std::string lm_head_report(int reps) {
+  // Gemma-3-1B's LM head at M = 1 as a decode step runs it: the final norm as the streaming
+  // GEMV's prologue, f32 logits, with and without the greedy pick (GemvFusion::amax_id). One
+  // weight of 604 MB: every launch reads it from HBM.
+  const int N = 262144, K = 1152;
+  CudaBuffer w(static_cast<size_t>(N) * K * 2, "lm head timing"), y(K * 2, "lm head timing"),
+      h(K * 2, "lm head timing"), res(K * 4, "lm head timing"), wf(2 * K * 4, "lm head timing"),
+      out(static_cast<size_t>(N) * 4, "lm head timing"),
+      ws(256 + kGemvArgmaxMaxBlocks * 8, "lm head timing"), cnt(256, "lm head timing");
+  fill(w.data(), static_cast<size_t>(N) * K, 50, 0.05f);
+  fill(y.data(), K, 51, 1.f);
+  std::vector<float> host(2 * K);
+  for (int i = 0; i < 2 * K; ++i) host[i] = 0.5f + 0.001f * static_cast<float>(i % 997);
+  TS_CUDA(cudaMemcpy(wf.data(), host.data(), 2 * K * 4, cudaMemcpyHostToDevice));
+  TS_CUDA(cudaMemcpy(res.data(), host.data(), K * 4, cudaMemcpyHostToDevice));
+  TS_CUDA(cudaMemset(cnt.data(), 0, 256));
+  GemvFusion f;
+  f.norm = true;
+  f.res = static_cast<float*>(res.data());
+  f.y = static_cast<const bf16*>(y.data());
+  f.w_y = static_cast<const float*>(wf.data());
+  f.w_out = static_cast<const float*>(wf.data()) + K;
+  f.eps = 1e-6f;
+  f.h = static_cast<bf16*>(h.data());
+  f.counter = static_cast<int*>(cnt.data());
+  LinearOps lin;
+  Tensor xt{h.data(), DType::bf16, 1, K, K}, ot{out.data(), DType::f32, 1, N, N};
+  auto time = [&](bool pick) {
+    GemvFusion g = f;
+    if (pick) {
+      g.amax_id = static_cast<int32_t*>(ws.data());
+      g.amax_part = reinterpret_cast<float*>(static_cast<char*>(ws.data()) + 256);
+      g.amax_count = static_cast<int*>(cnt.data()) + 32;
+    }
+    TS_ASSERT(lin.gemv_fusable(xt, w.data(), DType::bf16, N, K, ot, g));
+    return graph_us_per_launch(4, reps, [&](int, cudaStream_t st) {
+      lin.linear(xt, w.data(), DType::bf16, N, K, nullptr, ot, st, &g);
+    });
+  };
+  const double plain = time(false), pick = time(true);
+  const double gb = static_cast<double>(N) * K * 2 / 1e3;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "lm head [%d x %d] M=1, final norm fused: %.2f us (%.0f GB/s); with the greedy "
+                "pick: %.2f us (%.0f GB/s)\n",
+                N, K, plain, gb / plain, pick, gb / pick);
+  return line;
 }
 
 void profiler_range(bool start) {
