@@ -257,16 +257,16 @@ int main(int argc, char** argv) {
     res["device"] = cuda::cuda_device_description();
     std::printf("device: %s\n", res["device"].get<std::string>().c_str());
     // The ceilings and per-op timings run after the workloads: measured first in the same process
-    // (their 2-4 GB of buffers allocated and freed before the model loads), they left decode_b1
-    // ~2% slower (1,151-1,153 vs 1,177-1,178 tok/s, bench/NOTES-cuda.md run 25).
-    double copy_gbps = 4200, gemm_tflops = 790;
+    // they left decode_b1 ~2% slower (1,151-1,164 vs 1,177-1,184 tok/s; allocating and freeing
+    // their buffers' 4 GiB alone changed nothing, bench/NOTES-cuda.md run 25).
+    // Without them the percentages use typical H200 figures (bench/NOTES-cuda.md).
+    double copy_gbps = 4200;
     auto diagnostics = [&] {
-      copy_gbps = no_ceilings ? 4200 : cuda::measure_copy_gbps(size_t{2} << 30, 10);
-      gemm_tflops = no_ceilings ? 790 : cuda::measure_gemm_tflops(8192, 10);
-      // Without them the percentages use typical H200 figures (bench/NOTES-cuda.md).
       if (no_ceilings) {
         std::printf("ceilings: not measured (--no-ceilings); %% of ceiling uses 4200 GB/s\n");
       } else {
+        copy_gbps = cuda::measure_copy_gbps(size_t{2} << 30, 10);
+        const double gemm_tflops = cuda::measure_gemm_tflops(8192, 10);
         res["ceilings"] = {{"copy_gbps", copy_gbps}, {"gemm_bf16_tflops", gemm_tflops}};
         std::printf("ceilings: d2d copy %.0f GB/s (read+write), bf16 GEMM 8192^3 %.0f TFLOP/s\n",
                     copy_gbps, gemm_tflops);
