@@ -193,6 +193,10 @@ void Scheduler::finish(Sequence& s, FinishReason why, const std::string& error) 
   }
   if (!tail.empty() && s.spec.on_token) s.spec.on_token(-1, tail);
   if (s.kv) s.kv->release_all();
+  {  // the gauge as this request leaves it, before the caller can see the result
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    stats_.kv_blocks_used = pool_.used_blocks_all();
+  }
   std::lock_guard<std::mutex> lk(sh.mu);
   if (s.spec.kind == RequestKind::classify) {
     sh.classify.error = error;

@@ -229,7 +229,8 @@ void launch_gemv(int M, const bf16* W, int64_t N, int64_t K, const bf16* x, int6
   });
 }
 
-// GEMV for small M, persistent: 2 blocks per SM, each owning a contiguous run of output rows,
+// GEMV for small M, persistent: 2 blocks per SM (3 for the M = 1 kernels whose registers allow
+// it: kStreamBlocksPerSm3), each owning a contiguous run of output rows (or ILV's tiles),
 // its 8 warps taking (row, K slice) items of it in turn (a warp's slice is fixed: wpr divides 8).
 // Each lane keeps up to KU 16-byte evict-first loads of the next item in flight while it reduces
 // the current one, so the SM's loads never drain between rows (the one-row-per-warp grid above
@@ -254,8 +255,14 @@ constexpr size_t kStreamMaxSmem = 96u << 10;
 // blocks per SM so that the next kernel's blocks fit beside these) lost 15% on decode_b1.
 // ARGMAX: the LM head's greedy pick (GemvFusion::amax_id; M = 1, f32 out, DEFER), a variant of
 // its own so that the kernel without it keeps its code.
-template <int M, class TO, bool NORM, bool GATED, int KU, bool XF, bool DEFER, bool ARGMAX>
-__global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(GemvArgs a) {
+// ILV (one row per item, N a multiple of 8): the rows in tiles of 8, one per warp, the tiles dealt
+// to the blocks in turn instead of a contiguous run of rows per block, so that the grid reads one
+// window of W at a time and every block has the same number of rows (+-8): the LM head's greedy
+// pick, which waits for the last block, then costs nothing over the plain LM head (run 26).
+// BPS: blocks per SM for the launch bounds; the launch makes the grid that many per SM.
+template <int M, class TO, bool NORM, bool GATED, int KU, bool XF, bool DEFER, bool ARGMAX,
+          bool ILV = false, int BPS = kStreamBlocksPerSm>
+__global__ void __launch_bounds__(256, BPS) gemv_stream_kernel(GemvArgs a) {
   static_assert(!DEFER || (M == 1 && NORM && XF), "DEFER: M = 1 with the norm, x in f32");
   static_assert(!ARGMAX || (DEFER && std::is_same_v<TO, float> && !GATED), "ARGMAX: LM heads");
   constexpr int R = GATED ? 2 : 1;  // rows per item
@@ -267,14 +274,27 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(Ge
   const int K8 = a.K8, wpr = a.wpr;
   const int rb0 = static_cast<int>(static_cast<int64_t>(a.N) * blockIdx.x / gridDim.x);
   const int rb1 = static_cast<int>(static_cast<int64_t>(a.N) * (blockIdx.x + 1) / gridDim.x);
-  const int items = (rb1 - rb0) * wpr;
+  const int items =
+      ILV ? ((a.N / 8 - static_cast<int>(blockIdx.x) + static_cast<int>(gridDim.x) - 1) /
+             static_cast<int>(gridDim.x)) *
+                8
+          : (rb1 - rb0) * wpr;
+  // The output row of item `it` (with ILV: tile it / 8 of this block, its row it % 8).
+  auto row_of = [&](int it) {
+    if constexpr (ILV) {
+      return ((it >> 3) * static_cast<int>(gridDim.x) + static_cast<int>(blockIdx.x)) * 8 +
+             (it & 7);
+    } else {
+      return rb0 + it / wpr;
+    }
+  };
   const int sl = warp % wpr;
   const int lo = static_cast<int>(static_cast<int64_t>(K8) * sl / wpr);
   const int hi = static_cast<int>(static_cast<int64_t>(K8) * (sl + 1) / wpr);
   const uint4* W4 = reinterpret_cast<const uint4*>(a.W);
   uint4 cur[R][KU], nxt[R][KU];
   auto load = [&](uint4(&buf)[R][KU], int it) {
-    const int64_t row = rb0 + it / wpr;
+    const int64_t row = row_of(it);
 #pragma unroll
     for (int h = 0; h < R; ++h) {
       const uint4* wr = W4 + (row + h * a.up) * K8;
@@ -388,7 +408,7 @@ __global__ void __launch_bounds__(256, kStreamBlocksPerSm) gemv_stream_kernel(Ge
     if (lane == 0) {
       if (wpr == 1) {
 #pragma unroll
-        for (int m = 0; m < M; ++m) store(m, rb0 + it, acc[0][m], GATED ? acc[1][m] : 0.f);
+        for (int m = 0; m < M; ++m) store(m, row_of(it), acc[0][m], GATED ? acc[1][m] : 0.f);
       } else {
 #pragma unroll
         for (int h = 0; h < R; ++h)
@@ -448,17 +468,43 @@ int stream_wpr(int64_t rows, int64_t K, int sms, int ku) {
 }
 
 template <int M, class TO, bool NORM, bool GATED, int KU, bool XF, bool DEFER = false,
-          bool ARGMAX = false>
+          bool ARGMAX = false, bool ILV = false, int BPS = kStreamBlocksPerSm>
 void launch_stream_k(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_t st) {
   static const bool configured = [] {
-    TS_CUDA(cudaFuncSetAttribute(gemv_stream_kernel<M, TO, NORM, GATED, KU, XF, DEFER, ARGMAX>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 static_cast<int>(kStreamMaxSmem)));
+    TS_CUDA(cudaFuncSetAttribute(
+        gemv_stream_kernel<M, TO, NORM, GATED, KU, XF, DEFER, ARGMAX, ILV, BPS>,
+        cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kStreamMaxSmem)));
     return true;
   }();
   (void)configured;
-  launch(gemv_stream_kernel<M, TO, NORM, GATED, KU, XF, DEFER, ARGMAX>, grid, 256, smem, st,
-         "linear (gemv)", a);
+  launch(gemv_stream_kernel<M, TO, NORM, GATED, KU, XF, DEFER, ARGMAX, ILV, BPS>, grid, 256, smem,
+         st, "linear (gemv)", a);
+}
+
+// Three blocks per SM (80 registers, no spills) where the kernel's registers allow it at M = 1,
+// bench/NOTES-cuda.md run 26:
+//  - the plain GEMV with x in f32 (down of a 1B model): its 1,152 rows at 4 slices are 3 rounds
+//    of items per warp on 264 blocks of 4-5 rows but 2 on 396 blocks of 2-3 (TESSERA_GEMV_PLAIN3=0
+//    keeps two blocks: decode_b1 1,179-1,182 -> 1,202 tok/s);
+//  - the LM head with its greedy pick, rows interleaved (ILV; TESSERA_LM_ILV=0 keeps contiguous
+//    rows on two blocks: 147.3 -> 143.2 us per LM head, decode_b1 1,181 -> 1,188).
+constexpr int kStreamBlocksPerSm3 = 3;
+bool stream_plain3_enabled() {
+  static const bool on = switch_on("TESSERA_GEMV_PLAIN3");
+  return on;
+}
+// gate_up at M = 1 on three blocks per SM: two slices per row pair, 3 load slots (experiment,
+// TESSERA_GATED3=1).
+bool gated3_applies(int wpr, int64_t K8) {
+  static const bool on = [] {
+    const char* e = std::getenv("TESSERA_GATED3");
+    return e && std::string(e) == "1";
+  }();
+  return on && wpr == 1 && (K8 + 1) / 2 <= 32 * 3 && stream_xf_enabled();
+}
+bool stream_lm_ilv_enabled() {
+  static const bool on = switch_on("TESSERA_LM_ILV");
+  return on;
 }
 
 // Whether the deferred norm prologue (DEFER) takes a norm-fused GEMV of K inputs at M = 1.
@@ -470,7 +516,7 @@ bool stream_defer_fits(int64_t K) {
 // x goes to shared memory as f32 at M = 1 when it fits (TESSERA_GEMV_XF=0 turns that off); with the
 // norm there, the deferred prologue (TESSERA_GEMV_DEFER=0 turns it off: decode_b1 1,068-1,069 ->
 // 1,101 tok/s, bench/NOTES-cuda.md run 23).
-template <int M, class TO, bool NORM, bool GATED, int KU>
+template <int M, class TO, bool NORM, bool GATED, int KU, int BPS = kStreamBlocksPerSm>
 void launch_stream_ku(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_t st) {
   const size_t xf = static_cast<size_t>(M) * a.K8 * 8 * 4;
   if constexpr (M == 1) {  // at M = 2 it measured slower (gate_up 12.7 -> 14.3 us, run 15)
@@ -479,16 +525,33 @@ void launch_stream_ku(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_
       if (stream_defer_fits(K)) {
         if constexpr (std::is_same_v<TO, float> && !GATED) {
           if (a.f.amax_id) {
+            const unsigned grid3 = grid / kStreamBlocksPerSm * kStreamBlocksPerSm3;
+            if (stream_lm_ilv_enabled() && a.wpr == 1 && a.N % 8 == 0 &&
+                a.N / 8 >= static_cast<int>(grid3)) {
+              launch_stream_k<M, TO, NORM, GATED, KU, true, true, true, true, kStreamBlocksPerSm3>(
+                  a, grid3, gemv_defer_bytes(K), st);
+              return;
+            }
             launch_stream_k<M, TO, NORM, GATED, KU, true, true, true>(a, grid, gemv_defer_bytes(K),
                                                                       st);
             return;
           }
         }
-        launch_stream_k<M, TO, NORM, GATED, KU, true, true>(a, grid, gemv_defer_bytes(K), st);
+        launch_stream_k<M, TO, NORM, GATED, KU, true, true, false, false, BPS>(
+            a, grid / kStreamBlocksPerSm * BPS, gemv_defer_bytes(K), st);
         return;
       }
     }
     if (stream_xf_enabled() && smem + xf <= kStreamMaxSmem) {
+      if constexpr (!NORM && !GATED && std::is_same_v<TO, bf16>) {
+        // grid is 2 x SMs unless there are fewer rows (then it stays)
+        const unsigned grid3 = grid / kStreamBlocksPerSm * kStreamBlocksPerSm3;
+        if (stream_plain3_enabled() && a.N >= static_cast<int>(grid3)) {
+          launch_stream_k<M, TO, NORM, GATED, KU, true, false, false, false, kStreamBlocksPerSm3>(
+              a, grid3, smem + xf, st);
+          return;
+        }
+      }
       launch_stream_k<M, TO, NORM, GATED, KU, true>(a, grid, smem + xf, st);
       return;
     }
@@ -504,6 +567,12 @@ void launch_stream_ku(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_
 template <int M, class TO, bool NORM, bool GATED>
 void launch_stream_t(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_t st) {
   if constexpr (GATED) {
+    if constexpr (M == 1 && std::is_same_v<TO, bf16>) {
+      if (a.bps == kStreamBlocksPerSm3) {
+        launch_stream_ku<M, TO, NORM, GATED, 3, kStreamBlocksPerSm3>(a, grid, smem, st);
+        return;
+      }
+    }
     launch_stream_ku<M, TO, NORM, GATED, 5>(a, grid, smem, st);
   } else if constexpr (M == 1) {
     static const bool ku5 = switch_on("TESSERA_GEMV_KU5");
@@ -540,6 +609,10 @@ GemvArgs stream_args(Tensor x, const void* w, int64_t N, int64_t K, const float*
   a.K8 = static_cast<int>(K / 8);
   a.up = gated ? N / 2 : 0;
   a.wpr = stream_wpr(a.N, K, sms, gated ? 5 : kU);
+  if (gated && x.rows == 1 && out.dtype == DType::bf16 && gated3_applies(a.wpr, a.K8)) {
+    a.wpr = 2;
+    a.bps = kStreamBlocksPerSm3;
+  }
   a.x = x.ptr<const bf16>();
   a.xs = x.stride;
   a.bias = bias;
@@ -742,8 +815,9 @@ void LinearOps::set_prefetch_gated(const void* w, int64_t rows, int64_t K, int p
   prefetch_ = L2Prefetch{};
   if (percent <= 0 || K % 64 != 0 || rows % 2 != 0) return;
   const int64_t N = rows / 2;  // the streaming GEMV's rows: [gate; up] pairs
-  const int G =
-      static_cast<int>(std::min<int64_t>(static_cast<int64_t>(sms_) * kStreamBlocksPerSm, N));
+  const int bps =
+      gated3_applies(stream_wpr(N, K, sms_, 5), K / 8) ? kStreamBlocksPerSm3 : kStreamBlocksPerSm;
+  const int G = static_cast<int>(std::min<int64_t>(static_cast<int64_t>(sms_) * bps, N));
   const int64_t per = (N + G - 1) / G;
   L2Prefetch p;
   p.W = static_cast<const bf16*>(w);
@@ -765,7 +839,7 @@ void LinearOps::linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K
     TS_ASSERT(x.cols == K && gemv_fusable(x, w, w_dt, N, K, out, *f));
     const GemvArgs a = stream_args(x, w, N, K, bias, out, f, sms_);
     if (out.dtype == DType::f32) {  // an LM head (gemv_fusable)
-      TS_ASSERT(!f->amax_id || sms_ * kStreamBlocksPerSm <= kGemvArgmaxMaxBlocks);
+      TS_ASSERT(!f->amax_id || sms_ * kStreamBlocksPerSm3 <= kGemvArgmaxMaxBlocks);
       launch_gemv_stream<float>(1, a, true, false, st, sms_);
       return;
     }
