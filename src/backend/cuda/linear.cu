@@ -493,15 +493,6 @@ bool stream_plain3_enabled() {
   static const bool on = switch_on("TESSERA_GEMV_PLAIN3");
   return on;
 }
-// gate_up at M = 1 on three blocks per SM: two slices per row pair, 3 load slots (experiment,
-// TESSERA_GATED3=1).
-bool gated3_applies(int wpr, int64_t K8) {
-  static const bool on = [] {
-    const char* e = std::getenv("TESSERA_GATED3");
-    return e && std::string(e) == "1";
-  }();
-  return on && wpr == 1 && (K8 + 1) / 2 <= 32 * 3 && stream_xf_enabled();
-}
 bool stream_lm_ilv_enabled() {
   static const bool on = switch_on("TESSERA_LM_ILV");
   return on;
@@ -516,7 +507,7 @@ bool stream_defer_fits(int64_t K) {
 // x goes to shared memory as f32 at M = 1 when it fits (TESSERA_GEMV_XF=0 turns that off); with the
 // norm there, the deferred prologue (TESSERA_GEMV_DEFER=0 turns it off: decode_b1 1,068-1,069 ->
 // 1,101 tok/s, bench/NOTES-cuda.md run 23).
-template <int M, class TO, bool NORM, bool GATED, int KU, int BPS = kStreamBlocksPerSm>
+template <int M, class TO, bool NORM, bool GATED, int KU>
 void launch_stream_ku(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_t st) {
   const size_t xf = static_cast<size_t>(M) * a.K8 * 8 * 4;
   if constexpr (M == 1) {  // at M = 2 it measured slower (gate_up 12.7 -> 14.3 us, run 15)
@@ -537,8 +528,7 @@ void launch_stream_ku(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_
             return;
           }
         }
-        launch_stream_k<M, TO, NORM, GATED, KU, true, true, false, false, BPS>(
-            a, grid / kStreamBlocksPerSm * BPS, gemv_defer_bytes(K), st);
+        launch_stream_k<M, TO, NORM, GATED, KU, true, true>(a, grid, gemv_defer_bytes(K), st);
         return;
       }
     }
@@ -567,12 +557,6 @@ void launch_stream_ku(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_
 template <int M, class TO, bool NORM, bool GATED>
 void launch_stream_t(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_t st) {
   if constexpr (GATED) {
-    if constexpr (M == 1 && std::is_same_v<TO, bf16>) {
-      if (a.bps == kStreamBlocksPerSm3) {
-        launch_stream_ku<M, TO, NORM, GATED, 3, kStreamBlocksPerSm3>(a, grid, smem, st);
-        return;
-      }
-    }
     launch_stream_ku<M, TO, NORM, GATED, 5>(a, grid, smem, st);
   } else if constexpr (M == 1) {
     static const bool ku5 = switch_on("TESSERA_GEMV_KU5");
@@ -609,10 +593,6 @@ GemvArgs stream_args(Tensor x, const void* w, int64_t N, int64_t K, const float*
   a.K8 = static_cast<int>(K / 8);
   a.up = gated ? N / 2 : 0;
   a.wpr = stream_wpr(a.N, K, sms, gated ? 5 : kU);
-  if (gated && x.rows == 1 && out.dtype == DType::bf16 && gated3_applies(a.wpr, a.K8)) {
-    a.wpr = 2;
-    a.bps = kStreamBlocksPerSm3;
-  }
   a.x = x.ptr<const bf16>();
   a.xs = x.stride;
   a.bias = bias;
@@ -815,9 +795,8 @@ void LinearOps::set_prefetch_gated(const void* w, int64_t rows, int64_t K, int p
   prefetch_ = L2Prefetch{};
   if (percent <= 0 || K % 64 != 0 || rows % 2 != 0) return;
   const int64_t N = rows / 2;  // the streaming GEMV's rows: [gate; up] pairs
-  const int bps =
-      gated3_applies(stream_wpr(N, K, sms_, 5), K / 8) ? kStreamBlocksPerSm3 : kStreamBlocksPerSm;
-  const int G = static_cast<int>(std::min<int64_t>(static_cast<int64_t>(sms_) * bps, N));
+  const int G =
+      static_cast<int>(std::min<int64_t>(static_cast<int64_t>(sms_) * kStreamBlocksPerSm, N));
   const int64_t per = (N + G - 1) / G;
   L2Prefetch p;
   p.W = static_cast<const bf16*>(w);

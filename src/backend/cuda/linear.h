@@ -73,7 +73,6 @@ struct L2Prefetch {
 struct GemvArgs {
   const bf16* W = nullptr;
   int N = 0, K8 = 0, wpr = 1;  // N: output columns (gate/up pairs when gated); K8 = K / 8
-  int bps = 2;                 // streaming GEMV: blocks per SM
   int64_t up = 0;              // gated: row offset of the up half (I)
   const bf16* x = nullptr;
   int64_t xs = 0;
