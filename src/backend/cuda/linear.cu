@@ -519,8 +519,15 @@ void launch_stream_ku(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_
             const unsigned grid3 = grid / kStreamBlocksPerSm * kStreamBlocksPerSm3;
             if (stream_lm_ilv_enabled() && a.wpr == 1 && a.N % 8 == 0 &&
                 a.N / 8 >= static_cast<int>(grid3)) {
-              launch_stream_k<M, TO, NORM, GATED, KU, true, true, true, true, kStreamBlocksPerSm3>(
-                  a, grid3, gemv_defer_bytes(K), st);
+              // Three blocks per SM only with 5 load slots (K <= 1280): with 7 or 8 the kernel
+              // spills 28-56 bytes at 80 registers.
+              if constexpr (KU <= 5) {
+                launch_stream_k<M, TO, NORM, GATED, KU, true, true, true, true,
+                                kStreamBlocksPerSm3>(a, grid3, gemv_defer_bytes(K), st);
+              } else {
+                launch_stream_k<M, TO, NORM, GATED, KU, true, true, true, true>(
+                    a, grid, gemv_defer_bytes(K), st);
+              }
               return;
             }
             launch_stream_k<M, TO, NORM, GATED, KU, true, true, true>(a, grid, gemv_defer_bytes(K),
