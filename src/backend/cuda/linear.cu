@@ -481,8 +481,8 @@ void launch_stream_k(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_t
          st, "linear (gemv)", a);
 }
 
-// Three blocks per SM (80 registers, no spills) where the kernel's registers allow it at M = 1,
-// bench/NOTES-cuda.md run 26:
+// Three blocks per SM (80 registers: no spill for the plain GEMV, 8 bytes for the LM head's) where
+// the kernel's registers allow it at M = 1, bench/NOTES-cuda.md run 26:
 //  - the plain GEMV with x in f32 (down of a 1B model): its 1,152 rows at 4 slices are 3 rounds
 //    of items per warp on 264 blocks of 4-5 rows but 2 on 396 blocks of 2-3 (TESSERA_GEMV_PLAIN3=0
 //    keeps two blocks: decode_b1 1,179-1,182 -> 1,202 tok/s);
@@ -496,6 +496,12 @@ bool stream_plain3_enabled() {
 bool stream_lm_ilv_enabled() {
   static const bool on = switch_on("TESSERA_LM_ILV");
   return on;
+}
+// The grid at three blocks per SM from the two-per-SM `grid` launch_gemv_stream made, or 0 when
+// that grid was cut to fewer blocks or `units` (rows, or ILV's tiles) would leave blocks idle.
+unsigned stream_grid3(unsigned grid, int64_t units) {
+  const unsigned g = grid / kStreamBlocksPerSm * kStreamBlocksPerSm3;
+  return units >= static_cast<int64_t>(g) ? g : 0;
 }
 
 // Whether the deferred norm prologue (DEFER) takes a norm-fused GEMV of K inputs at M = 1.
@@ -516,9 +522,8 @@ void launch_stream_ku(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_
       if (stream_defer_fits(K)) {
         if constexpr (std::is_same_v<TO, float> && !GATED) {
           if (a.f.amax_id) {
-            const unsigned grid3 = grid / kStreamBlocksPerSm * kStreamBlocksPerSm3;
-            if (stream_lm_ilv_enabled() && a.wpr == 1 && a.N % 8 == 0 &&
-                a.N / 8 >= static_cast<int>(grid3)) {
+            const unsigned grid3 = stream_grid3(grid, a.N / 8);
+            if (stream_lm_ilv_enabled() && a.wpr == 1 && a.N % 8 == 0 && grid3 > 0) {
               // Three blocks per SM only with 5 load slots (K <= 1280): with 7 or 8 the kernel
               // spills 28-56 bytes at 80 registers.
               if constexpr (KU <= 5) {
@@ -541,9 +546,8 @@ void launch_stream_ku(const GemvArgs& a, unsigned grid, size_t smem, cudaStream_
     }
     if (stream_xf_enabled() && smem + xf <= kStreamMaxSmem) {
       if constexpr (!NORM && !GATED && std::is_same_v<TO, bf16>) {
-        // grid is 2 x SMs unless there are fewer rows (then it stays)
-        const unsigned grid3 = grid / kStreamBlocksPerSm * kStreamBlocksPerSm3;
-        if (stream_plain3_enabled() && a.N >= static_cast<int>(grid3)) {
+        const unsigned grid3 = stream_grid3(grid, a.N);
+        if (stream_plain3_enabled() && grid3 > 0) {
           launch_stream_k<M, TO, NORM, GATED, KU, true, false, false, false, kStreamBlocksPerSm3>(
               a, grid3, smem + xf, st);
           return;
