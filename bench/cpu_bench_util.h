@@ -98,6 +98,31 @@ class TimingBackend final : public ForwardingBackend {
   void sample(Tensor logits, const SampleBatch& b, SampleOutput& out) override {
     timed("sample", [&] { inner().sample(logits, b, out); });
   }
+  // The fused ops as their compositions through this wrapper, so that each plain op is timed
+  // (the CPU backend runs the same compositions).
+  void norm_linear(const ResidualNorm& n, const Weight& w, const Tensor* bias,
+                   Tensor out) override {
+    ComputeBackend::norm_linear(n, w, bias, out);
+  }
+  void norm_linear_gated(const ResidualNorm& n, const Weight& w, Activation act, Tensor gu,
+                         Tensor out) override {
+    ComputeBackend::norm_linear_gated(n, w, act, gu, out);
+  }
+  void norm_lm_head(const ResidualNorm& n, const Weight& w, float cap, Tensor logits,
+                    int32_t* ids) override {
+    ComputeBackend::norm_lm_head(n, w, cap, logits, ids);
+  }
+  void rope_store_attention(Tensor qkv, const AttentionLayer& l, const KvLayerView& kv,
+                            const BatchView& b, Tensor out) override {
+    ComputeBackend::rope_store_attention(qkv, l, kv, b, out);
+  }
+  void linear_prefetch(Tensor x, const Weight& w, const Tensor* bias, Tensor out,
+                       const Weight& next) override {
+    ComputeBackend::linear_prefetch(x, w, bias, out, next);
+  }
+  void argmax_rows(Tensor logits, int32_t* ids) override {
+    timed("argmax_rows", [&] { inner().argmax_rows(logits, ids); });
+  }
 
  private:
   template <class F>

@@ -146,11 +146,12 @@ struct Bench {
       }
       if (i == profile_step) cuda::profiler_range(true);
       HostBatch hb = build_batch(pool, entries);
-      Tensor lg = model.forward(hb, pool.layers());
+      hb.greedy_ids = plain_greedy(sampling);  // as the scheduler sets it
+      const ForwardOutput fo = model.forward(hb, pool.layers());
       if (i > 0) host_outside_sample += now_s() - h0;
       if (pipelined && i > 0) be.sample_wait(out);  // step i - 1's ids, while step i runs
       for (SampleParams& p : sb.rows) p.step = i;
-      be.sample_async(lg.rows_from(0, S), sb);
+      be.sample_async(fo.logits.rows_from(0, S), sb, fo.greedy_ids);
       if (!pipelined) be.sample_wait(out);
       if (i == profile_step) {
         cuda::profiler_range(false);
@@ -189,12 +190,14 @@ struct Bench {
     if (profile_forward) cuda::profiler_range(true);
     const double t0 = now_s();
     HostBatch hb = build_batch(pool, entries);
-    Tensor lg = model.forward(hb, pool.layers());
+    hb.greedy_ids = pick;
+    const ForwardOutput fo = model.forward(hb, pool.layers());
     if (pick) {
       SampleBatch sb;
       sb.rows.assign(S, SampleParams{});
       SampleOutput out;
-      be.sample(lg.rows_from(0, S), sb, out);
+      be.sample_async(fo.logits.rows_from(0, S), sb, fo.greedy_ids);
+      be.sample_wait(out);
     }
     be.synchronize();
     const double t = now_s() - t0;

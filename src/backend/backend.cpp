@@ -20,7 +20,7 @@ DeviceArray ComputeBackend::upload_f32(const std::vector<float>& v, const char* 
   return a;
 }
 
-void ComputeBackend::sample_async(Tensor logits, const SampleBatch& batch) {
+void ComputeBackend::sample_async(Tensor logits, const SampleBatch& batch, const int32_t*) {
   if (async_pending_)
     throw Error(ErrorKind::invalid_argument,
                 "sample_async: the previous sample was not waited for");

@@ -74,6 +74,34 @@ class Weight {
 
 enum class Activation { gelu_tanh, silu };
 
+// The norm that starts a sublayer, after the residual update that ends the previous one
+// (ref: transformers Gemma3DecoderLayer / LlamaDecoderLayer):
+//   with y:    residual += (w_y ? rms_norm(y, w_y) : y); h = rms_norm(residual, w_out)
+//   without y: h = rms_norm(residual, w_out)
+// residual [M, H] f32 (updated in place), y and h [M, H] in act_dtype(), w_y and w_out [H] f32.
+struct ResidualNorm {
+  Tensor residual;
+  const Tensor* y = nullptr;
+  const Tensor* w_y = nullptr;
+  Tensor w_out;
+  float eps = 1e-6f;
+  Tensor h;
+};
+
+// One attention layer's constants for rope_store_attention (GQA: head h reads kv head
+// h / (nh / nkv)).
+struct AttentionLayer {
+  int nh = 0, nkv = 0, hd = 0;
+  const Tensor* q_norm = nullptr;  // per-head RMSNorm weights [hd] (Gemma 3, Qwen 3) or null
+  const Tensor* k_norm = nullptr;
+  float eps = 1e-6f;
+  Tensor inv_freq;  // [hd / 2]
+  float scale = 1.0f;
+  int window = 0;  // 0: full attention
+  float softcap = 0.0f;
+  int group = 0;  // the layer's KV group (BatchView::groups)
+};
+
 // One layer's paged KV cache: K and V are each [num_blocks, block_size, num_kv_heads, head_dim]
 // in `dtype`.
 struct KvLayerView {
@@ -109,6 +137,8 @@ struct BatchView {
   // Every token is a logits row, in order (logit_rows[i] == i for every real token: a decode
   // step), so a model may take the logits of its hidden rows without gathering them.
   bool logit_rows_all = false;
+  // HostBatch::greedy_ids: the forward also picks each logits row's greedy id.
+  bool greedy_ids = false;
 };
 
 // The host-side batch a scheduler builds; ComputeBackend::upload turns it into a BatchView.
@@ -129,6 +159,10 @@ struct HostBatch {
     int32_t token = 0, row = 0;
   };
   std::vector<Sampled> sampled;
+  // Every logits row will be sampled greedily with nothing else asked of the sampler (no
+  // penalties, suppressed ids or logprobs), so the forward picks the ids itself
+  // (ComputeBackend::norm_lm_head) and sample_async() only has to copy them.
+  bool greedy_ids = false;
 
   int num_tokens() const { return static_cast<int>(tokens.size()); }
   int num_seqs() const { return static_cast<int>(seq_q_len.size()); }
@@ -168,6 +202,13 @@ struct SampleParams {
   bool logprobs = false;
   int top_logprobs = 0;
 };
+
+// Whether the sampler's pick for p is the argmax of the raw row and nothing else is asked of it
+// (HostBatch::greedy_ids).
+inline bool plain_greedy(const SampleParams& p) {
+  return p.temperature <= 0.0f && p.rep_count == 0 && p.freq_count == 0 && p.suppress_count == 0 &&
+         !p.logprobs && p.top_logprobs <= 0;
+}
 
 struct SampleBatch {
   std::vector<SampleParams> rows;
@@ -258,15 +299,66 @@ class ComputeBackend {
     linear(x, w_gate_up, bias, gate_up);
     gated_act(gate_up, act, out);
   }
-  // A hint: linear_gated with w_gate_up follows the next linear. A backend may have that linear
-  // start bringing the weight closer; results never depend on it. (A plain weight hinted the same
-  // way, the down projection during gate_up, measured slower on the CUDA backend:
-  // bench/NOTES-cuda.md run 24.)
-  virtual void prefetch_gated(const Weight& w_gate_up) {}
   // out[r] = x[rows[r]]
   virtual void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out) = 0;
   // x = tanh(x / cap) * cap, in place (f32).
   virtual void softcap(Tensor x, float cap) = 0;
+  // ids[r] = what sample() picks from logits row r (f32) at temperature 0 with nothing else asked:
+  // its first maximum (lowest id on ties). ids in device memory.
+  virtual void argmax_rows(Tensor logits, int32_t* ids) = 0;
+
+  // --- fused ops ---
+  // The model calls these by name where it wants one kernel for several steps. Each is defined
+  // as the composition written in its default implementation (plain ops above), which the CPU
+  // backend runs as it is: the CPU stays the oracle, and the op harness compares a backend's
+  // fused kernel with the composition. A backend runs its fused kernel where the shapes allow and
+  // the composition elsewhere; it keeps no state between calls.
+
+  // linear(n.h, w, bias) after the norm: residual_norm(n); out = n.h W^T (+ bias).
+  virtual void norm_linear(const ResidualNorm& n, const Weight& w, const Tensor* bias, Tensor out) {
+    residual_norm(n);
+    linear(n.h, w, bias, out);
+  }
+  // The gated MLP's first half after the norm: residual_norm(n); linear_gated(n.h, ...).
+  virtual void norm_linear_gated(const ResidualNorm& n, const Weight& w_gate_up, Activation act,
+                                 Tensor gate_up, Tensor out) {
+    residual_norm(n);
+    linear_gated(n.h, w_gate_up, nullptr, act, gate_up, out);
+  }
+  // The LM head: residual_norm(n); logits [R, V] = n.h W^T, then softcap(logits) when cap > 0;
+  // with greedy_ids, argmax_rows(logits, greedy_ids) too.
+  virtual void norm_lm_head(const ResidualNorm& n, const Weight& w, float cap, Tensor logits,
+                            int32_t* greedy_ids) {
+    residual_norm(n);
+    linear(n.h, w, nullptr, logits);
+    if (cap > 0) softcap(logits, cap);
+    if (greedy_ids) argmax_rows(logits, greedy_ids);
+  }
+  // The attention block between its two projections: qk_norm_rope of qkv at b.positions,
+  // kv_store into the layer's cache at its group's slots, then attention into out [T, nh hd].
+  // qkv's q and k rows are left rotated or not (a fused kernel may rotate in registers only).
+  virtual void rope_store_attention(Tensor qkv, const AttentionLayer& l, const KvLayerView& kv,
+                                    const BatchView& b, Tensor out) {
+    qk_norm_rope(qkv, l.nh, l.nkv, l.hd, l.q_norm, l.k_norm, l.eps, b.positions, l.inv_freq);
+    kv_store(qkv, l.nh, l.nkv, l.hd, kv, b.groups[l.group].slot_mapping);
+    attention(qkv, l.nh, l.nkv, l.hd, kv, b, l.group, l.scale, l.window, l.softcap, out);
+  }
+  // linear(x, w, bias, out), and a hint that `next` (a [gate; up] weight) is read by a later op
+  // of this forward: a backend may bring part of it closer while this one runs (the CUDA
+  // backend's o projection prefetches into the L2 during the attention's tail). Results never
+  // depend on the hint.
+  virtual void linear_prefetch(Tensor x, const Weight& w, const Tensor* bias, Tensor out,
+                               const Weight& next) {
+    linear(x, w, bias, out);
+  }
+  // The composition's first step: residual_norm(n) as add_rms_norm / rms_norm.
+  void residual_norm(const ResidualNorm& n) {
+    if (n.y) {
+      add_rms_norm(n.residual, *n.y, n.w_y, &n.w_out, n.eps, n.h);
+    } else {
+      rms_norm(n.residual, n.w_out, n.eps, n.h);
+    }
+  }
 
   // Picks one token per logits row (the sampler chain, see SampleParams) and fills `out` in
   // host memory; only ids and the requested logprobs leave the device.
@@ -278,7 +370,10 @@ class ComputeBackend {
   // the host has seen them; sample_wait() then brings the ids and requested logprobs to the host.
   // At most one sample is outstanding: sample_wait() comes before the next sample_async() or
   // sample(). The default (backends that compute eagerly) samples at once.
-  virtual void sample_async(Tensor logits, const SampleBatch& batch);
+  // greedy_ids (device memory, [R]): the forward's picks for a HostBatch with greedy_ids, which
+  // the sampler then copies instead of picking again; null otherwise.
+  virtual void sample_async(Tensor logits, const SampleBatch& batch,
+                            const int32_t* greedy_ids = nullptr);
   virtual void sample_wait(SampleOutput& out);
 
  protected:

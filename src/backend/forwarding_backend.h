@@ -68,15 +68,37 @@ class ForwardingBackend : public ComputeBackend {
                     Tensor out) override {
     in_->linear_gated(x, w, bias, act, gu, out);
   }
-  void prefetch_gated(const Weight& w) override { in_->prefetch_gated(w); }
   void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out) override {
     in_->gather_rows(x, rows, n, out);
   }
   void softcap(Tensor x, float cap) override { in_->softcap(x, cap); }
+  void argmax_rows(Tensor logits, int32_t* ids) override { in_->argmax_rows(logits, ids); }
+  void norm_linear(const ResidualNorm& n, const Weight& w, const Tensor* bias,
+                   Tensor out) override {
+    in_->norm_linear(n, w, bias, out);
+  }
+  void norm_linear_gated(const ResidualNorm& n, const Weight& w, Activation act, Tensor gu,
+                         Tensor out) override {
+    in_->norm_linear_gated(n, w, act, gu, out);
+  }
+  void norm_lm_head(const ResidualNorm& n, const Weight& w, float cap, Tensor logits,
+                    int32_t* ids) override {
+    in_->norm_lm_head(n, w, cap, logits, ids);
+  }
+  void rope_store_attention(Tensor qkv, const AttentionLayer& l, const KvLayerView& kv,
+                            const BatchView& b, Tensor out) override {
+    in_->rope_store_attention(qkv, l, kv, b, out);
+  }
+  void linear_prefetch(Tensor x, const Weight& w, const Tensor* bias, Tensor out,
+                       const Weight& next) override {
+    in_->linear_prefetch(x, w, bias, out, next);
+  }
   void sample(Tensor logits, const SampleBatch& b, SampleOutput& out) override {
     in_->sample(logits, b, out);
   }
-  void sample_async(Tensor logits, const SampleBatch& b) override { in_->sample_async(logits, b); }
+  void sample_async(Tensor logits, const SampleBatch& b, const int32_t* ids = nullptr) override {
+    in_->sample_async(logits, b, ids);
+  }
   void sample_wait(SampleOutput& out) override { in_->sample_wait(out); }
 
  private:

@@ -52,7 +52,7 @@ std::vector<std::vector<std::vector<float>>> DirectRunner::step(
   }
   HostBatch b = build_batch(pool_, entries);
   std::vector<float> logits(static_cast<size_t>(b.logit_rows.size()) * vocab);
-  Tensor lg = model_.forward(b, pool_.layers());
+  Tensor lg = model_.forward(b, pool_.layers()).logits;
   model_.backend().copy_to_host(logits.data(), lg.data, logits.size() * sizeof(float));
   std::vector<std::vector<std::vector<float>>> out(new_tokens.size());
   size_t row = 0;

@@ -437,7 +437,9 @@ class EngineImpl final : public Engine {
       e.kv = &kv;
       e.tokens = prompt;
       e.logits_last = true;
-      model_->forward(build_batch(*pool_, std::span<const BatchEntry>(&e, 1)), pool_->layers());
+      HostBatch hb = build_batch(*pool_, std::span<const BatchEntry>(&e, 1));
+      hb.greedy_ids = true;  // as a greedy request's prompt runs
+      model_->forward(hb, pool_->layers());
       kv.release_all();  // the next prefill's writes to these blocks follow on the same stream
     }
     backend_->synchronize();                  // a failure shows here, at load

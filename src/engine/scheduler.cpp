@@ -55,6 +55,15 @@ struct Scheduler::Sequence {
   const SamplingOptions& sampling() const {
     return spec.kind == RequestKind::classify ? spec.cls.sampling : spec.gen.sampling;
   }
+  // Whether the next pick is plain greedy (backend.h plain_greedy), as far as is known before the
+  // in-flight id arrives (collecting it can only end a min_tokens suppression, never start one).
+  bool plain_greedy_now() const {
+    if (spec.kind == RequestKind::classify) return false;
+    const SamplingOptions& so = sampling();
+    return so.temperature <= 0.0f && so.repetition_penalty == 1.0f && so.presence_penalty == 0.0f &&
+           so.frequency_penalty == 0.0f && !so.logprobs && so.top_logprobs <= 0 &&
+           (static_cast<int>(generated.size()) >= spec.gen.min_tokens || spec.stop_ids.empty());
+  }
 };
 
 Scheduler::Scheduler(Model& model, KvPool& pool, const SchedulerOptions& opts)
@@ -441,12 +450,16 @@ bool Scheduler::step() {
     entries[i].logits_last = s.computed + chunks[i] >= static_cast<int>(s.tokens.size());
   }
   HostBatch hb = build_batch(pool_, entries);
+  hb.greedy_ids = true;
+  for (size_t i = 0; i < batch.size(); ++i)
+    if (entries[i].logits_last && !batch[i]->plain_greedy_now()) hb.greedy_ids = false;
   std::vector<Sequence*> sampled;
   SampleBatch sb;
   std::vector<int32_t> rep_ids;
   bool forward_ok = false;
   try {
-    Tensor logits = model_.forward(hb, pool_.layers());
+    const ForwardOutput fo = model_.forward(hb, pool_.layers());
+    const Tensor& logits = fo.logits;
     forward_ok = true;
     for (size_t i = 0; i < batch.size(); ++i) batch[i]->computed += chunks[i];
     // The previous step's ids, while this forward runs on the device.
@@ -497,7 +510,11 @@ bool Scheduler::step() {
     }
     if (!sampled.empty()) {
       Tensor rows = logits.rows_from(0, static_cast<int64_t>(sampled.size()));
-      model_.backend().sample_async(rows, sb);
+      // The forward's greedy ids serve only if every row still samples plainly (a row's state
+      // can change with the ids collected since, e.g. min_tokens reached).
+      bool greedy = fo.greedy_ids != nullptr;
+      for (const SampleParams& p : sb.rows) greedy = greedy && plain_greedy(p);
+      model_.backend().sample_async(rows, sb, greedy ? fo.greedy_ids : nullptr);
       sample_pending_ = true;
       for (size_t r = 0; r < sampled.size(); ++r) {
         Sequence* s = sampled[r];

@@ -97,7 +97,7 @@ void DecoderModel::finish_setup(DType kv_dtype) {
                                      " distinct attention windows are not supported");
 }
 
-Tensor DecoderModel::forward(const HostBatch& hb, std::span<const KvLayerView> kv) {
+ForwardOutput DecoderModel::forward(const HostBatch& hb, std::span<const KvLayerView> kv) {
   ComputeBackend& be = *backend_;
   const DecoderSpec& s = spec_;
   TS_ASSERT(hb.num_tokens() > 0 && kv.size() == layers_.size());
@@ -107,54 +107,74 @@ Tensor DecoderModel::forward(const HostBatch& hb, std::span<const KvLayerView> k
   const DType act = be.act_dtype();
   const int qkv_cols = (s.heads + 2 * s.kv_heads) * s.head_dim;
   Tensor x = be.scratch(T, s.hidden, DType::f32);  // the residual stream
-  Tensor h = be.scratch(T, s.hidden, act);
+  Tensor h = be.scratch(T, s.hidden, act);         // a sublayer's normed input
   Tensor qkv = be.scratch(T, qkv_cols, act);
   Tensor attn = be.scratch(T, static_cast<int64_t>(s.heads) * s.head_dim, act);
-  Tensor o = be.scratch(T, s.hidden, act);
+  Tensor o = be.scratch(T, s.hidden, act);  // a sublayer's output
   Tensor gu = be.scratch(T, 2LL * s.intermediate, act);
   Tensor a = be.scratch(T, s.intermediate, act);
   Tensor xr = be.scratch(std::max(R, 1), s.hidden, DType::f32);
   Tensor hr = be.scratch(std::max(R, 1), s.hidden, act);
   Tensor lg = be.scratch(std::max(R, 1), s.vocab, DType::f32);
+  Tensor ids = be.scratch(std::max(R, 1), 1, DType::i32);
+  int32_t* greedy = b.greedy_ids && R > 0 ? ids.ptr<int32_t>() : nullptr;
+  const Weight& head = lm_head_ ? *lm_head_ : *embed_;
 
   be.run_forward(b, [&] {
     be.embed(*embed_, b.tokens, T, s.embed_scale, s.embed_scale_in_weight_dtype, x);
-    be.rms_norm(x, layers_[0].input_norm.view, s.eps, h);
     for (size_t l = 0; l < layers_.size(); ++l) {
       const DecoderLayer& L = layers_[l];
-      const Tensor* bias = L.qkv_bias.buffer ? &L.qkv_bias.view : nullptr;
-      be.linear(h, *L.qkv, bias, qkv);
-      be.qk_norm_rope(
-          qkv, s.heads, s.kv_heads, s.head_dim, L.q_norm.buffer ? &L.q_norm.view : nullptr,
-          L.k_norm.buffer ? &L.k_norm.view : nullptr, s.eps, b.positions, L.inv_freq.view);
-      be.kv_store(qkv, s.heads, s.kv_heads, s.head_dim, kv[l], b.groups[L.kv_group].slot_mapping);
-      be.attention(qkv, s.heads, s.kv_heads, s.head_dim, kv[l], b, L.kv_group, s.attn_scale,
-                   L.window, s.attn_softcap, attn);
-      be.prefetch_gated(*L.gate_up);
-      be.linear(attn, *L.o, L.o_bias.buffer ? &L.o_bias.view : nullptr, o);
-      be.add_rms_norm(x, o, s.sandwich_norms ? &L.post_attn_norm.view : nullptr,
-                      &L.pre_ff_norm.view, s.eps, h);
-      be.linear_gated(h, *L.gate_up, nullptr, s.act, gu, a);
+      // Attention: the previous layer's MLP output joins the residual (none before layer 0),
+      // the input norm, then q, k, v in one product.
+      const DecoderLayer* prev = l > 0 ? &layers_[l - 1] : nullptr;
+      const ResidualNorm attn_in{
+          x, prev ? &o : nullptr, post_ff_norm(prev), L.input_norm.view, s.eps, h};
+      be.norm_linear(attn_in, *L.qkv, optional(L.qkv_bias), qkv);
+      be.rope_store_attention(qkv, attention_layer(L), kv[l], b, attn);
+      be.linear_prefetch(attn, *L.o, optional(L.o_bias), o, *L.gate_up);
+      // MLP: the attention output joins the residual, the pre-feedforward norm, the gated pair.
+      const ResidualNorm mlp_in{
+          x, &o, s.sandwich_norms ? &L.post_attn_norm.view : nullptr, L.pre_ff_norm.view, s.eps, h};
+      be.norm_linear_gated(mlp_in, *L.gate_up, s.act, gu, a);
       be.linear(a, *L.down, nullptr, o);
-      // After the last layer, when every row is a logits row (a decode step), the final norm
-      // rides on the residual add (one op instead of add, gather and norm).
-      const bool last = l + 1 == layers_.size();
-      const Tensor* next_norm = !last                       ? &layers_[l + 1].input_norm.view
-                                : R > 0 && b.logit_rows_all ? &final_norm_.view
-                                                            : nullptr;
-      be.add_rms_norm(x, o, s.sandwich_norms ? &L.post_ff_norm.view : nullptr, next_norm, s.eps, h);
     }
-    if (R == 0) return;
-    Tensor hl = h.rows_from(0, R);
-    if (!b.logit_rows_all) {
+    if (R == 0) return;  // no logits: the last MLP output is not needed
+    // The last MLP output joins the residual, then the final norm and the LM head on the logits
+    // rows: in place when every row is one (a decode step), else after gathering them.
+    const Tensor* last_post = post_ff_norm(&layers_.back());
+    if (b.logit_rows_all) {
+      const Tensor xo = o.rows_from(0, R);
+      be.norm_lm_head(
+          {x.rows_from(0, R), &xo, last_post, final_norm_.view, s.eps, h.rows_from(0, R)}, head,
+          s.final_softcap, lg, greedy);
+    } else {
+      be.add_rms_norm(x, o, last_post, nullptr, s.eps, h);
       be.gather_rows(x, b.logit_rows, R, xr);
-      be.rms_norm(xr, final_norm_.view, s.eps, hr);
-      hl = hr;
+      be.norm_lm_head({xr, nullptr, nullptr, final_norm_.view, s.eps, hr}, head, s.final_softcap,
+                      lg, greedy);
     }
-    be.linear(hl, lm_head_ ? *lm_head_ : *embed_, nullptr, lg);
-    if (s.final_softcap > 0) be.softcap(lg, s.final_softcap);
   });
-  return lg.rows_from(0, R);
+  return {lg.rows_from(0, R), greedy};
+}
+
+const Tensor* DecoderModel::post_ff_norm(const DecoderLayer* l) const {
+  return l && spec_.sandwich_norms ? &l->post_ff_norm.view : nullptr;
+}
+
+AttentionLayer DecoderModel::attention_layer(const DecoderLayer& L) const {
+  AttentionLayer a;
+  a.nh = spec_.heads;
+  a.nkv = spec_.kv_heads;
+  a.hd = spec_.head_dim;
+  a.q_norm = optional(L.q_norm);
+  a.k_norm = optional(L.k_norm);
+  a.eps = spec_.eps;
+  a.inv_freq = L.inv_freq.view;
+  a.scale = spec_.attn_scale;
+  a.window = L.window;
+  a.softcap = spec_.attn_softcap;
+  a.group = L.kv_group;
+  return a;
 }
 
 size_t DecoderModel::scratch_bytes(int tokens, int logit_rows) const {

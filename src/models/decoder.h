@@ -43,7 +43,7 @@ class WeightLoader;
 
 class DecoderModel : public Model {
  public:
-  Tensor forward(const HostBatch& b, std::span<const KvLayerView> kv) override;
+  ForwardOutput forward(const HostBatch& b, std::span<const KvLayerView> kv) override;
   size_t scratch_bytes(int tokens, int logit_rows) const override;
 
  protected:
@@ -55,7 +55,10 @@ class DecoderModel : public Model {
   void finish_load(WeightLoader& w, ModelDir& dir, float norm_add);
 
  private:
-  void finish_setup(DType kv_dtype);  // kv_spec_ from the layers' windows
+  void finish_setup(DType kv_dtype);                        // kv_spec_ from the layers' windows
+  const Tensor* post_ff_norm(const DecoderLayer* l) const;  // null: none (or no layer)
+  AttentionLayer attention_layer(const DecoderLayer& L) const;
+  static const Tensor* optional(const DeviceArray& a) { return a.buffer ? &a.view : nullptr; }
 
  protected:
   DecoderSpec spec_;

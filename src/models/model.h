@@ -24,6 +24,13 @@ struct KvSpec {
   std::vector<int> layer_group;   // per layer
 };
 
+// What a forward returns: logits [R, vocab] f32 and, when the batch asked (HostBatch::greedy_ids),
+// each row's greedy id [R] (device memory, both valid until the next forward).
+struct ForwardOutput {
+  Tensor logits;
+  const int32_t* greedy_ids = nullptr;
+};
+
 struct LoadOptions {
   std::string dtype = "auto";  // auto (the checkpoint's; f16 -> f32 on the CPU), f32, bf16
   // Called after each weight is in place with bytes loaded so far and the total (progress bars).
@@ -40,9 +47,9 @@ class Model {
 
   // Runs the batch: writes every new token's K/V into `kv` (one view per layer) and returns the
   // logits of b.logit_rows ([R, vocab] f32 in device memory, valid until the next forward;
-  // rows == 0 when none were asked for). The caller has allocated the blocks that b's slot
-  // mappings name.
-  virtual Tensor forward(const HostBatch& b, std::span<const KvLayerView> kv) = 0;
+  // rows == 0 when none were asked for), with their greedy ids when b.greedy_ids. The caller has
+  // allocated the blocks that b's slot mappings name.
+  virtual ForwardOutput forward(const HostBatch& b, std::span<const KvLayerView> kv) = 0;
 
   // Activation bytes one forward of `tokens` tokens and `logit_rows` logits rows takes (for the
   // memory budget at load time).

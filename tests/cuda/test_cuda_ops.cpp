@@ -319,8 +319,9 @@ struct FusedRun {
   int32_t pick = -1;  // f32_out: the greedy sample of row 0
 };
 
-// add_rms_norm(res, y) -> h, then linear(h) -> out (and gated_act(out) -> a when gated), on
-// `be`; returns res, h and the layer's result.
+// The fused op of the case on `be` (norm_linear, norm_linear_gated or, with f32 logits,
+// norm_lm_head with its greedy pick at M = 1; a gated case with a bias: the norm, then
+// linear_gated with its epilogue alone); returns res, h and the layer's result.
 FusedRun run_fused_case(ComputeBackend& be, const FusedCase& c, const WeightPair& w,
                         const std::vector<float>& res0, const std::vector<float>& y0,
                         const std::vector<float>& wy0, const std::vector<float>& wo0,
@@ -340,20 +341,20 @@ FusedRun run_fused_case(ComputeBackend& be, const FusedCase& c, const WeightPair
   DeviceArray gu = arr(c.M, c.N, out_dt, std::vector<float>(static_cast<size_t>(c.M) * c.N, NAN));
   DeviceArray a = arr(c.M, outc, DType::bf16, std::vector<float>(c.M * outc, NAN));
   const Weight& wt = &be == &cpu() ? *w.c : *w.g;
-  be.add_rms_norm(res.view, y.view, c.w_y ? &wy.view : nullptr, &wo.view, 1e-6f, h.view);
+  const ResidualNorm n{res.view, &y.view, c.w_y ? &wy.view : nullptr, wo.view, 1e-6f, h.view};
   const Tensor* b = c.bias ? &bias.view : nullptr;
-  if (c.gated) {
-    be.linear_gated(h.view, wt, b, act, gu.view, a.view);
-  } else {
-    be.linear(h.view, wt, b, gu.view);
-  }
+  DeviceArray ids = be.alloc_array(1, c.M, DType::i32, "test ids");
   FusedRun r;
-  if (c.f32_out && c.M == 1) {  // the greedy pick (fused: the LM head's own, GemvFusion::amax_id)
-    SampleBatch sb;
-    sb.rows.assign(1, SampleParams{});
-    SampleOutput so;
-    be.sample(gu.view.rows_from(0, 1), sb, so);
-    r.pick = so.ids.at(0);
+  if (c.f32_out) {
+    be.norm_lm_head(n, wt, 0.f, gu.view, c.M == 1 ? ids.view.ptr<int32_t>() : nullptr);
+    if (c.M == 1) be.copy_to_host(&r.pick, ids.view.data, 4);
+  } else if (c.gated && c.bias) {
+    be.residual_norm(n);
+    be.linear_gated(h.view, wt, b, act, gu.view, a.view);
+  } else if (c.gated) {
+    be.norm_linear_gated(n, wt, act, gu.view, a.view);
+  } else {
+    be.norm_linear(n, wt, b, gu.view);
   }
   r.res = read(be, res, DType::f32);
   r.h = read(be, h, DType::bf16);
@@ -434,17 +435,16 @@ TEST(CudaOps, LmHeadGreedyPickTies) {
   DeviceArray wo = dev(randn(K, 0.2f, 1.f), DType::f32);
   DeviceArray h = dev(std::vector<float>(K, 0.f), DType::bf16);
   DeviceArray lg = dev(std::vector<float>(N, NAN), DType::f32);
-  // The decoder's last step: the final norm on the residual add, then the LM head (fused).
+  DeviceArray ids = cuda()->alloc_array(1, 1, DType::i32, "test ids");
+  // The decoder's last step: the final norm on the residual add, the LM head and its pick (fused).
   auto pick = [&](const Weight& wt, std::vector<float>* logits) {
     cuda()->copy_to_device(res.view.data, res0.data(), res0.size());
-    cuda()->add_rms_norm(res.view, y.view, nullptr, &wo.view, 1e-6f, h.view);
-    cuda()->linear(h.view, wt, nullptr, lg.view);
-    SampleBatch sb;
-    sb.rows.assign(1, SampleParams{});
-    SampleOutput so;
-    cuda()->sample(lg.view, sb, so);
+    cuda()->norm_lm_head({res.view, &y.view, nullptr, wo.view, 1e-6f, h.view}, wt, 0.f, lg.view,
+                         ids.view.ptr<int32_t>());
+    int32_t id = -1;
+    cuda()->copy_to_host(&id, ids.view.data, 4);
     if (logits) *logits = read(*cuda(), lg, DType::f32);
-    return so.ids.at(0);
+    return id;
   };
   std::vector<float> logits;
   const int32_t a = pick(*w.g, &logits);

@@ -30,9 +30,10 @@ class RecordingBackend final : public ForwardingBackend {
     record("sample");
     ForwardingBackend::sample(logits, batch, out);
   }
-  void sample_async(Tensor logits, const SampleBatch& batch) override {
+  void sample_async(Tensor logits, const SampleBatch& batch,
+                    const int32_t* greedy_ids = nullptr) override {
     record("async");
-    ForwardingBackend::sample_async(logits, batch);
+    ForwardingBackend::sample_async(logits, batch, greedy_ids);
   }
   void sample_wait(SampleOutput& out) override {
     record("wait");

@@ -162,6 +162,7 @@ class CpuBackend final : public ComputeBackend {
                   static_cast<size_t>(x.cols) * dtype_size(x.dtype));
   }
   void softcap(Tensor x, float cap) override { cpu::softcap(x, cap); }
+  void argmax_rows(Tensor logits, int32_t* ids) override { cpu::argmax_rows(logits, ids); }
   void sample(Tensor logits, const SampleBatch& batch, SampleOutput& out) override {
     cpu::sample(logits, batch, out);
   }

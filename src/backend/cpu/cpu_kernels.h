@@ -81,6 +81,8 @@ void attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv, const
 void gated_act(Tensor gate_up, Activation act, Tensor out);
 void softcap(Tensor x, float cap);
 void sample(Tensor logits, const SampleBatch& batch, SampleOutput& out);
+// ids[r] = the sampler's temperature-0 pick of logits row r (its first maximum).
+void argmax_rows(Tensor logits, int32_t* ids);
 
 // Element access helpers for kernels that accept f32 or bf16 tensors.
 inline float load_elem(const void* base, DType dt, int64_t i) {

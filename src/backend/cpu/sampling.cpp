@@ -168,4 +168,9 @@ void sample(Tensor logits, const SampleBatch& batch, SampleOutput& out) {
   });
 }
 
+void argmax_rows(Tensor logits, int32_t* ids) {
+  for (int64_t r = 0; r < logits.rows; ++r)
+    ids[r] = argmax(logits.ptr<const float>() + r * logits.stride, logits.cols);
+}
+
 }  // namespace tessera::cpu

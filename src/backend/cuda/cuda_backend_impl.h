@@ -1,6 +1,8 @@
-// The CUDA backend's class (internal to src/backend/cuda/): cuda_backend.cpp holds the memory,
-// weight upload and op wrappers inline here, cuda_batch.cpp the batch upload, the CUDA-graph replay
-// and the attention dispatch, cuda_sample.cpp the sampler's host side.
+// The CUDA backend's class (internal to src/backend/cuda/): the memory and weight upload inline
+// here, cuda_ops.cpp the ops (each a kernel launch, or for a fused op its fused kernel where the
+// shapes allow and the composition elsewhere; no state is kept between ops), cuda_batch.cpp the
+// batch upload, the CUDA-graph replay and the attention dispatch, cuda_sample.cpp the sampler's
+// host side.
 #pragma once
 
 #include <unistd.h>
@@ -40,26 +42,19 @@ void convert_host(const void* src, DType src_dt, void* dst, DType dst_dt, size_t
 struct GraphKey {
   int T, S, R, groups;
   int mb[kMaxKvGroups];
-  bool rows_all;  // BatchView::logit_rows_all: the model's ops differ with it
+  // BatchView::logit_rows_all and greedy_ids: the model's ops differ with them
+  bool rows_all, greedy;
   bool operator<(const GraphKey& o) const {
-    return std::tie(T, S, R, groups, mb[0], mb[1], mb[2], mb[3], rows_all) <
-           std::tie(o.T, o.S, o.R, o.groups, o.mb[0], o.mb[1], o.mb[2], o.mb[3], o.rows_all);
+    return std::tie(T, S, R, groups, mb[0], mb[1], mb[2], mb[3], rows_all, greedy) <
+           std::tie(o.T, o.S, o.R, o.groups, o.mb[0], o.mb[1], o.mb[2], o.mb[3], o.rows_all,
+                    o.greedy);
   }
-};
-
-// Logits whose greedy ids a fused LM head computed (GemvFusion::amax_id): row 0 of `logits`
-// (`cols` wide) has its greedy id at `id` on the device, until an op writes the logits again.
-struct LogitsArgmax {
-  const void* logits = nullptr;
-  int64_t cols = 0;
-  const int32_t* id = nullptr;
 };
 
 struct GraphEntry {
   cudaGraphExec_t exec = nullptr;
   uint64_t epoch = 0;   // free_epoch() when captured
   bool warmed = false;  // ran eagerly once (sizes every lazily grown workspace)
-  LogitsArgmax argmax;  // what its forward leaves (a replay does not run the ops that set it)
 };
 
 class CudaBackend final : public ComputeBackend {
@@ -135,17 +130,14 @@ class CudaBackend final : public ComputeBackend {
     return std::make_unique<CudaBuffer>(bytes, what);
   }
   void copy_to_device(void* dst, const void* src, size_t bytes) override {
-    flush();
     TS_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_));
     TS_CUDA(cudaStreamSynchronize(stream_));
   }
   void copy_to_host(void* dst, const void* src, size_t bytes) override {
-    flush();
     TS_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_));
     TS_CUDA(cudaStreamSynchronize(stream_));
   }
   void synchronize() override {
-    flush();
     TS_CUDA(cudaStreamSynchronize(stream_));
     TS_CUDA(cudaStreamSynchronize(down_stream_));
   }
@@ -160,7 +152,6 @@ class CudaBackend final : public ComputeBackend {
 
   std::unique_ptr<Weight> upload_weight(std::span<const TensorInfo* const> parts, DType dtype,
                                         const std::string& what) override {
-    flush();
     TS_ASSERT(!parts.empty());
     if (dtype != DType::f32 && dtype != DType::bf16)
       fail_arg("CUDA weights are stored as f32 or bf16, not " + std::string(dtype_name(dtype)));
@@ -206,8 +197,6 @@ class CudaBackend final : public ComputeBackend {
   }
 
   void scratch_reset() override {
-    flush();
-    argmax_ = LogitsArgmax{};
     end_progress();
     if (staging_[0].size() != 0) {  // loading is over: give the staging memory back
       synchronize();
@@ -240,101 +229,37 @@ class CudaBackend final : public ComputeBackend {
   BatchView upload(const HostBatch& b) override;
   void run_forward(const BatchView& b, const std::function<void()>& ops) override;
 
-  // --- ops ---
+  // --- ops (cuda_ops.cpp) ---
   void embed(const Weight& table, const int32_t* ids, int n, float scale, bool round,
-             Tensor out) override {
-    flush();
-    const auto& w = static_cast<const CudaWeight&>(table);
-    cuda::embed(w.data(), w.dtype, w.rows, w.cols, ids, n, scale, round, out, stream_);
-  }
-  void rms_norm(Tensor x, Tensor w, float eps, Tensor out) override {
-    flush();
-    cuda::rms_norm(x, w, eps, out, stream_);
-  }
+             Tensor out) override;
+  void rms_norm(Tensor x, Tensor w, float eps, Tensor out) override;
   void add_rms_norm(Tensor residual, Tensor y, const Tensor* w_y, const Tensor* w_out, float eps,
-                    Tensor out) override {
-    flush();
-    if (controls_.fuse_gemv && w_out && y.dtype == DType::bf16 && out.dtype == DType::bf16 &&
-        residual.dtype == DType::f32 && residual.rows == y.rows && out.rows == y.rows &&
-        residual.cols == y.cols && out.cols == y.cols && y.rows >= 1 && y.rows <= 8) {
-      // A GEMV on `out` may follow and compute this norm itself: see linear().
-      norm_ =
-          PendingNorm{true, residual, y, w_y ? *w_y : Tensor{}, *w_out, w_y != nullptr, eps, out};
-      return;
-    }
-    cuda::add_rms_norm(residual, y, w_y, w_out, eps, out, stream_);
-  }
-  void linear(Tensor x, const Weight& w, const Tensor* bias, Tensor out) override {
-    if (out.data == argmax_.logits) argmax_ = LogitsArgmax{};
-    if (!fused_linear(x, w, bias, out, nullptr)) {
-      flush();
-      const auto& cw = static_cast<const CudaWeight&>(w);
-      linear_->linear(x, cw.data(), cw.dtype, cw.rows, cw.cols,
-                      bias ? bias->ptr<const float>() : nullptr, out, stream_);
-    }
-  }
-  // gate_up and the activation as one GEMV (its gated epilogue; gate_up is not written), with
-  // the pending add_rms_norm as its prologue when x is that norm's output.
+                    Tensor out) override;
+  void linear(Tensor x, const Weight& w, const Tensor* bias, Tensor out) override;
   void linear_gated(Tensor x, const Weight& w, const Tensor* bias, Activation act, Tensor gate_up,
-                    Tensor out) override {
-    if (!fused_linear(x, w, bias, out, &act))
-      ComputeBackend::linear_gated(x, w, bias, act, gate_up, out);
-  }
+                    Tensor out) override;
   void qk_norm_rope(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_norm, const Tensor* k_norm,
-                    float eps, const int32_t* positions, Tensor inv_freq) override {
-    flush();
-    rope_ = PendingRope{};
-    rope_.on = true;
-    rope_.qkv = qkv;
-    rope_.nh = nh;
-    rope_.nkv = nkv;
-    rope_.hd = hd;
-    rope_.has_q = q_norm != nullptr;
-    rope_.has_k = k_norm != nullptr;
-    if (q_norm) rope_.q_norm = *q_norm;
-    if (k_norm) rope_.k_norm = *k_norm;
-    rope_.eps = eps;
-    rope_.positions = positions;
-    rope_.inv_freq = inv_freq;
-  }
+                    float eps, const int32_t* positions, Tensor inv_freq) override;
   void kv_store(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv,
-                const int32_t* slot_mapping) override {
-    if (rope_.on && controls_.fuse && rope_.qkv.data == qkv.data && rope_.qkv.rows == qkv.rows &&
-        rope_.qkv.stride == qkv.stride && rope_.nh == nh && rope_.nkv == nkv && rope_.hd == hd &&
-        qk_norm_rope_store_supported(qkv, kv)) {
-      // Deferred once more: a decode attention on this qkv and cache takes both over
-      // (CudaBackend::attention); anything else launches them as one kernel (flush).
-      rope_.store = true;
-      rope_.kv = kv;
-      rope_.slots = slot_mapping;
-      return;
-    }
-    flush();
-    cuda::kv_store(qkv, nh, nkv, hd, kv, slot_mapping, stream_);
-  }
+                const int32_t* slot_mapping) override;
   void attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv, const BatchView& b,
                  int group, float scale, int window, float softcap, Tensor out) override;
-  void gated_act(Tensor gate_up, Activation act, Tensor out) override {
-    flush();
-    cuda::gated_act(gate_up, act, out, stream_);
-  }
-  void prefetch_gated(const Weight& w) override {
-    const auto& cw = static_cast<const CudaWeight&>(w);
-    if (cw.dtype == DType::bf16)
-      linear_->set_prefetch_gated(cw.data(), cw.rows, cw.cols, controls_.prefetch_percent,
-                                  controls_.prefetch_skip_percent);
-  }
-  void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out) override {
-    flush();
-    cuda::gather_rows(x, rows, n, out, stream_);
-  }
-  void softcap(Tensor x, float cap) override {
-    flush();
-    if (x.data == argmax_.logits) argmax_ = LogitsArgmax{};
-    cuda::softcap(x, cap, stream_);
-  }
+  void gated_act(Tensor gate_up, Activation act, Tensor out) override;
+  void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out) override;
+  void softcap(Tensor x, float cap) override;
+  void argmax_rows(Tensor logits, int32_t* ids) override;
+  void norm_linear(const ResidualNorm& n, const Weight& w, const Tensor* bias, Tensor out) override;
+  void norm_linear_gated(const ResidualNorm& n, const Weight& w_gate_up, Activation act,
+                         Tensor gate_up, Tensor out) override;
+  void norm_lm_head(const ResidualNorm& n, const Weight& w, float cap, Tensor logits,
+                    int32_t* greedy_ids) override;
+  void rope_store_attention(Tensor qkv, const AttentionLayer& l, const KvLayerView& kv,
+                            const BatchView& b, Tensor out) override;
+  void linear_prefetch(Tensor x, const Weight& w, const Tensor* bias, Tensor out,
+                       const Weight& next) override;
   void sample(Tensor logits, const SampleBatch& batch, SampleOutput& out) override;
-  void sample_async(Tensor logits, const SampleBatch& batch) override;
+  void sample_async(Tensor logits, const SampleBatch& batch,
+                    const int32_t* greedy_ids = nullptr) override;
   void sample_wait(SampleOutput& out) override;
   void download_sampled(char* host, const void* dev, size_t bytes, int rows);
 
@@ -387,102 +312,31 @@ class CudaBackend final : public ComputeBackend {
     return static_cast<int*>(g.buf->data());
   }
 
-  // qk_norm_rope is deferred until the next op: when that op is the kv_store of the same qkv (as
-  // the decoder issues them), both run as one fused kernel; anything else launches it first.
-  struct PendingRope {
-    bool on = false;
-    bool store = false;  // the kv_store too (into kv at slots)
-    KvLayerView kv;
-    const int32_t* slots = nullptr;
-    Tensor qkv, q_norm, k_norm, inv_freq;
-    bool has_q = false, has_k = false;
-    int nh = 0, nkv = 0, hd = 0;
-    float eps = 0.f;
-    const int32_t* positions = nullptr;
-  } rope_;
-  // An add_rms_norm is deferred the same way: a decode-sized GEMV on its output computes it as
-  // a prologue (fused_linear).
-  struct PendingNorm {
-    bool on = false;
-    Tensor residual, y, w_y, w_out;
-    bool has_w_y = false;
-    float eps = 0.f;
-    Tensor out;
-  } norm_;
-  GrowBuffer fuse_counter_;
-  size_t fuse_counter_count_ = 0;
-  // The LM head's fused greedy pick: its id and per-block partials, its counter, and which logits
-  // it describes (LogitsArgmax; cleared by scratch_reset and by any op writing those logits).
-  GrowBuffer argmax_dev_, argmax_counter_;
-  size_t argmax_counter_count_ = 0;
-  LogitsArgmax argmax_;
-  // Runs linear (gated: with the activation epilogue, out [M, N / 2]) as the streaming GEMV with
-  // the pending add_rms_norm as its prologue when x is that norm's output, where the shape allows
-  // a fusion and one is wanted; false (nothing launched) otherwise.
-  bool fused_linear(Tensor x, const Weight& w, const Tensor* bias, Tensor out,
-                    const Activation* gated) {
-    const auto& cw = static_cast<const CudaWeight&>(w);
+  // The linear layers with this backend's path and kernel choices (controls_).
+  LinearOps& lin() {
     linear_->set_force_path(controls_.linear_path);
     linear_->set_gemv_max_m(controls_.gemv_max_m);
     linear_->set_gemv_kind(controls_.gemv_kind);
-    if (!controls_.fuse_gemv || controls_.linear_path != 0) return false;
-    GemvFusion f;
-    f.norm = norm_.on && x.data == norm_.out.data && x.rows == norm_.out.rows &&
-             x.stride == norm_.out.stride && x.cols == norm_.out.cols;
-    if (f.norm) {
-      f.res = norm_.residual.ptr<float>();
-      f.res_stride = norm_.residual.stride;
-      f.y = norm_.y.ptr<const bf16>();
-      f.y_stride = norm_.y.stride;
-      f.w_y = norm_.has_w_y ? norm_.w_y.ptr<const float>() : nullptr;
-      f.w_out = norm_.w_out.ptr<const float>();
-      f.eps = norm_.eps;
-      f.h = norm_.out.ptr<bf16>();
-      f.h_stride = norm_.out.stride;
-    }
-    if (gated) {
-      f.gated = true;
-      f.act = *gated;
-    }
-    if ((!f.norm && !f.gated) ||
-        !linear_->gemv_fusable(x, cw.data(), cw.dtype, cw.rows, cw.cols, out, f))
-      return false;
-    if (f.norm) {
-      norm_.on = false;
-      f.counter = zeroed_counters(fuse_counter_, fuse_counter_count_, 1);
-    }
-    if (out.dtype == DType::f32 && controls_.fuse_argmax) {  // an LM head (gemv_fusable)
-      auto* ws = static_cast<char*>(grow(argmax_dev_, 256 + kGemvArgmaxMaxBlocks * 8, "argmax"));
-      f.amax_id = reinterpret_cast<int32_t*>(ws);
-      f.amax_part = reinterpret_cast<float*>(ws + 256);
-      f.amax_count = zeroed_counters(argmax_counter_, argmax_counter_count_, 1);
-      argmax_ = LogitsArgmax{out.data, out.cols, f.amax_id};
-    }
-    flush();
-    linear_->linear(x, cw.data(), cw.dtype, cw.rows, cw.cols,
-                    bias ? bias->ptr<const float>() : nullptr, out, stream_, &f);
-    return true;
+    return *linear_;
   }
-  void flush() {
-    if (norm_.on) {
-      norm_.on = false;
-      cuda::add_rms_norm(norm_.residual, norm_.y, norm_.has_w_y ? &norm_.w_y : nullptr,
-                         &norm_.w_out, norm_.eps, norm_.out, stream_);
-    }
-    if (!rope_.on) return;
-    rope_.on = false;
-    launch_rope(rope_);
-  }
-  void launch_rope(const PendingRope& r) {
-    if (r.store) {
-      qk_norm_rope_store(r.qkv, r.nh, r.nkv, r.hd, r.has_q ? &r.q_norm : nullptr,
-                         r.has_k ? &r.k_norm : nullptr, r.eps, r.positions, r.inv_freq, r.kv,
-                         r.slots, stream_);
-    } else {
-      cuda::qk_norm_rope(r.qkv, r.nh, r.nkv, r.hd, r.has_q ? &r.q_norm : nullptr,
-                         r.has_k ? &r.k_norm : nullptr, r.eps, r.positions, r.inv_freq, stream_);
-    }
-  }
+  // The streaming GEMV with the fusions in f (its norm prologue's operands, the gated epilogue)
+  // and, with greedy_ids (an LM head at M = 1), the greedy pick; false, with nothing launched,
+  // where the shape does not allow them (cuda_ops.cpp).
+  bool fused_gemv(Tensor x, const Weight& w, const Tensor* bias, Tensor out, GemvFusion f,
+                  int32_t* greedy_ids = nullptr);
+  // The attention kernels for p (prefill, decode, generic), the decode kernel doing the q/k norm,
+  // RoPE and KV store too with `rope` (cuda_batch.cpp).
+  void run_attention(const AttnParams& p, const BatchView& b, int group, const DecodeRope* rope);
+  AttnParams attn_params(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv,
+                         const BatchView& b, int group, float scale, int window, float softcap,
+                         Tensor out) const;
+
+  // Workspaces of the fused kernels: the norm prologue's counter, the LM head's greedy pick
+  // (per-block partials and a counter).
+  GrowBuffer fuse_counter_;
+  size_t fuse_counter_count_ = 0;
+  GrowBuffer argmax_dev_, argmax_counter_;
+  size_t argmax_counter_count_ = 0;
 
   cudaStream_t stream_ = nullptr;  // every kernel
   // Copies kept off the compute stream's critical path: batches and sampler parameters to the
@@ -523,7 +377,7 @@ class CudaBackend final : public ComputeBackend {
 
   // sampling
   PinnedBuffer sample_host_;
-  GrowBuffer sample_dev_, sample_work_, greedy_dev_, greedy_counters_;
+  GrowBuffer sample_dev_, sample_work_, greedy_dev_, greedy_counters_, greedy_ids_dev_;
   size_t greedy_counter_count_ = 0;
   // The last sample_async(): whether it still awaits sample_wait(), where its results land in
   // sample_host_ and what to read there, and its ids on the device (upload()'s

@@ -27,7 +27,6 @@ int next_pow2(int n) {
 }  // namespace
 
 BatchView CudaBackend::upload(const HostBatch& b) {
-  flush();
   const int T = b.num_tokens(), S = b.num_seqs(), R = static_cast<int>(b.logit_rows.size());
   const int G = static_cast<int>(b.groups.size());
   TS_ASSERT(G <= kMaxKvGroups);
@@ -128,21 +127,20 @@ BatchView CudaBackend::upload(const HostBatch& b) {
   last_.n_single = n_single + (Sp - S);
   last_.graphable = graphable;
   v.logit_rows_all = b.logits_every_row();  // padded rows then see their own (padding) rows
-  last_.key = GraphKey{Tp, Sp, Rp, G, {mb[0], mb[1], mb[2], mb[3]}, v.logit_rows_all};
+  v.greedy_ids = b.greedy_ids;
+  last_.key = GraphKey{Tp, Sp, Rp, G, {mb[0], mb[1], mb[2], mb[3]}, v.logit_rows_all, v.greedy_ids};
   return v;
 }
 
 void CudaBackend::run_forward(const BatchView& b, const std::function<void()>& ops) {
   if (!controls_.graphs || !last_.graphable || last_.tokens != b.tokens) {
     ops();
-    flush();
     return;
   }
   GraphEntry& e = graphs_[last_.key];
   const uint64_t epoch = free_epoch();
   if (e.exec && e.epoch == epoch) {
     TS_CUDA(cudaGraphLaunch(e.exec, stream_));
-    argmax_ = e.argmax;
     return;
   }
   if (e.exec) {  // memory it may reference was freed since
@@ -152,7 +150,6 @@ void CudaBackend::run_forward(const BatchView& b, const std::function<void()>& o
   if (!e.warmed) {
     e.warmed = true;
     ops();
-    flush();
     return;
   }
   cudaGraph_t graph = nullptr;
@@ -160,10 +157,7 @@ void CudaBackend::run_forward(const BatchView& b, const std::function<void()>& o
   capturing_ = true;
   try {
     ops();
-    flush();
   } catch (...) {
-    rope_.on = false;
-    norm_.on = false;
     capturing_ = false;
     cudaStreamEndCapture(stream_, &graph);
     if (graph) cudaGraphDestroy(graph);
@@ -171,7 +165,6 @@ void CudaBackend::run_forward(const BatchView& b, const std::function<void()>& o
     throw;
   }
   capturing_ = false;
-  e.argmax = argmax_;
   TS_CUDA(cudaStreamEndCapture(stream_, &graph));
   cudaError_t ie = cudaGraphInstantiate(&e.exec, graph, 0);
   cudaGraphDestroy(graph);
@@ -181,15 +174,14 @@ void CudaBackend::run_forward(const BatchView& b, const std::function<void()>& o
     cudaGraphExecDestroy(e.exec);
     e.exec = nullptr;
     ops();
-    flush();
     return;
   }
   TS_CUDA(cudaGraphLaunch(e.exec, stream_));
 }
 
-void CudaBackend::attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv,
-                            const BatchView& b, int group, float scale, int window, float softcap,
-                            Tensor out) {
+AttnParams CudaBackend::attn_params(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv,
+                                    const BatchView& b, int group, float scale, int window,
+                                    float softcap, Tensor out) const {
   const auto& g = b.groups[group];
   AttnParams p;
   p.qkv = qkv.data;
@@ -217,20 +209,55 @@ void CudaBackend::attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerVi
   p.out = out.data;
   p.out_stride = out.stride;
   p.out_dt = out.dtype;
-  const bool fast = attention_fast_supported(p);
-  const int nsplit = attention_decode_splits(p, g.max_blocks * kv.block_size);
-  // Every sequence has one new token and the decode kernel runs alone: it also takes over a
-  // pending rope + KV store of this qkv and cache (which flush() would launch otherwise).
-  const bool decode_only = fast && b.max_q_len == 1 && attention_decode_fits(p, nsplit);
-  PendingRope rope;
-  if (decode_only && rope_.on && rope_.store && controls_.fuse_attn_rope &&
-      rope_.qkv.data == qkv.data && rope_.qkv.stride == qkv.stride && rope_.nh == nh &&
-      rope_.nkv == nkv && rope_.hd == hd && rope_.kv.k == kv.k && rope_.kv.v == kv.v &&
-      qkv.dtype == DType::bf16 && kv.dtype == DType::bf16) {
-    rope = rope_;
-    rope_.on = false;
+  return p;
+}
+
+void CudaBackend::attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv,
+                            const BatchView& b, int group, float scale, int window, float softcap,
+                            Tensor out) {
+  run_attention(attn_params(qkv, nh, nkv, hd, kv, b, group, scale, window, softcap, out), b, group,
+                nullptr);
+}
+
+void CudaBackend::rope_store_attention(Tensor qkv, const AttentionLayer& l, const KvLayerView& kv,
+                                       const BatchView& b, Tensor out) {
+  const AttnParams p =
+      attn_params(qkv, l.nh, l.nkv, l.hd, kv, b, l.group, l.scale, l.window, l.softcap, out);
+  const int32_t* slots = b.groups[l.group].slot_mapping;
+  const bool store_fused = controls_.fuse && qk_norm_rope_store_supported(qkv, kv);
+  // Every sequence has one new token and the decode kernel runs alone: it also does the rope and
+  // the KV store (DecodeRope).
+  const int nsplit = attention_decode_splits(p, b.groups[l.group].max_blocks * kv.block_size);
+  const bool decode_only = attention_fast_supported(p) && b.max_q_len == 1 &&
+                           attention_decode_fits(p, nsplit) && qkv.dtype == DType::bf16 &&
+                           kv.dtype == DType::bf16;
+  if (store_fused && controls_.fuse_attn_rope && decode_only) {
+    DecodeRope dr;
+    dr.on = true;
+    dr.q_norm = l.q_norm ? l.q_norm->ptr<const float>() : nullptr;
+    dr.k_norm = l.k_norm ? l.k_norm->ptr<const float>() : nullptr;
+    dr.eps = l.eps;
+    dr.inv_freq = l.inv_freq.ptr<const float>();
+    dr.positions = b.positions;
+    dr.slots = slots;
+    run_attention(p, b, l.group, &dr);
+    return;
   }
-  flush();
+  if (store_fused) {
+    qk_norm_rope_store(qkv, l.nh, l.nkv, l.hd, l.q_norm, l.k_norm, l.eps, b.positions, l.inv_freq,
+                       kv, slots, stream_);
+  } else {
+    qk_norm_rope(qkv, l.nh, l.nkv, l.hd, l.q_norm, l.k_norm, l.eps, b.positions, l.inv_freq);
+    kv_store(qkv, l.nh, l.nkv, l.hd, kv, slots);
+  }
+  run_attention(p, b, l.group, nullptr);
+}
+
+void CudaBackend::run_attention(const AttnParams& p, const BatchView& b, int group,
+                                const DecodeRope* rope) {
+  const auto& g = b.groups[group];
+  const bool fast = attention_fast_supported(p);
+  const int nsplit = attention_decode_splits(p, g.max_blocks * p.block_size);
   if (!fast) {
     attention_generic(p, stream_);
     return;
@@ -251,20 +278,10 @@ void CudaBackend::attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerVi
     return;
   }
   const size_t nf = attention_decode_partial_floats(p, nsplit);
-  const size_t nc = static_cast<size_t>(b.num_seqs) * nkv;
+  const size_t nc = static_cast<size_t>(b.num_seqs) * p.nkv;
   float* part = static_cast<float*>(grow(attn_partials_, nf * sizeof(float), "attention partials"));
   int* counters = zeroed_counters(attn_counters_, attn_counter_count_, nc);
-  DecodeRope dr;
-  if (rope.on) {
-    dr.on = true;
-    dr.q_norm = rope.has_q ? rope.q_norm.ptr<const float>() : nullptr;
-    dr.k_norm = rope.has_k ? rope.k_norm.ptr<const float>() : nullptr;
-    dr.eps = rope.eps;
-    dr.inv_freq = rope.inv_freq.ptr<const float>();
-    dr.positions = rope.positions;
-    dr.slots = rope.slots;
-  }
-  attention_decode(p, nsplit, part, counters, stream_, dr.on ? &dr : nullptr);
+  attention_decode(p, nsplit, part, counters, stream_, rope);
 }
 
 }  // namespace tessera::cuda

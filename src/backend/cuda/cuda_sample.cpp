@@ -12,9 +12,8 @@ void CudaBackend::sample(Tensor logits, const SampleBatch& batch, SampleOutput& 
 // Issues the sampler and the copy of its ids (and logprobs when asked) into pinned memory, then
 // records sample_done_; sample_wait() waits for that event only, so a forward issued in between
 // runs on the GPU while the host waits.
-void CudaBackend::sample_async(Tensor logits, const SampleBatch& batch) {
+void CudaBackend::sample_async(Tensor logits, const SampleBatch& batch, const int32_t* greedy_ids) {
   if (sampled_.pending) fail_arg("sample_async: the previous sample was not waited for");
-  flush();
   const int R = static_cast<int>(batch.rows.size());
   const int V = static_cast<int>(logits.cols);
   if (R > logits.rows)
@@ -70,17 +69,13 @@ void CudaBackend::sample_async(Tensor logits, const SampleBatch& batch) {
   bool all_plain_greedy = true;
   for (const SampleRowDev& d : rows)
     all_plain_greedy &= d.work_row < 0 && d.temperature <= 0.f && !d.want_logprob && d.top_n == 0;
-  if (all_plain_greedy) {             // the common decode case: ids only, many blocks per row
-    const int32_t* ids = argmax_.id;  // the LM head's own pick (GemvFusion::amax_id), if it is
-    if (R != 1 || logits.data != argmax_.logits || V != argmax_.cols) {
-      const size_t ids_bytes = (static_cast<size_t>(R) * 4 + 255) / 256 * 256;
-      auto* ws = static_cast<char*>(grow(
-          greedy_dev_, ids_bytes + static_cast<size_t>(R) * kGreedyBlocks * 8, "greedy sampling"));
-      int* counters = zeroed_counters(greedy_counters_, greedy_counter_count_, R);
-      greedy_rows(logits.ptr<const float>(), logits.stride, R, V,
-                  reinterpret_cast<float*>(ws + ids_bytes), counters,
-                  reinterpret_cast<int32_t*>(ws), stream_);
-      ids = reinterpret_cast<const int32_t*>(ws);
+  if (all_plain_greedy) {  // the common decode case: ids only (the forward's, when it picked)
+    const int32_t* ids = greedy_ids;
+    if (!ids) {
+      auto* ws =
+          static_cast<int32_t*>(grow(greedy_ids_dev_, static_cast<size_t>(R) * 4, "greedy ids"));
+      argmax_rows(logits.rows_from(0, R), ws);
+      ids = ws;
     }
     if (sample_host_.size() < static_cast<size_t>(R) * 4)
       sample_host_ =

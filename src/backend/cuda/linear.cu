@@ -801,13 +801,12 @@ bool LinearOps::use_mma(int64_t M, int64_t rows, int64_t K, bool norm, bool gate
   return wanted && gemv_mma_fits(static_cast<int>(M), rows, K, norm, sms_);
 }
 
-void LinearOps::set_prefetch_gated(const void* w, int64_t rows, int64_t K, int percent,
-                                   int skip_percent) {
-  prefetch_ = L2Prefetch{};
-  if (percent <= 0 || K % 64 != 0 || rows % 2 != 0) return;
+L2Prefetch gated_prefetch(const void* w, int64_t rows, int64_t K, int percent, int skip_percent,
+                          int sms) {
+  if (percent <= 0 || K % 64 != 0 || rows % 2 != 0) return {};
   const int64_t N = rows / 2;  // the streaming GEMV's rows: [gate; up] pairs
   const int G =
-      static_cast<int>(std::min<int64_t>(static_cast<int64_t>(sms_) * kStreamBlocksPerSm, N));
+      static_cast<int>(std::min<int64_t>(static_cast<int64_t>(sms) * kStreamBlocksPerSm, N));
   const int64_t per = (N + G - 1) / G;
   L2Prefetch p;
   p.W = static_cast<const bf16*>(w);
@@ -816,14 +815,12 @@ void LinearOps::set_prefetch_gated(const void* w, int64_t rows, int64_t K, int p
   p.G = G;
   p.take = static_cast<int>((per * std::min(percent, 100) + 99) / 100);
   p.skip = static_cast<int>(per * std::clamp(skip_percent, 0, 100) / 100);
-  prefetch_ = p;
+  return p;
 }
 
 void LinearOps::linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, const float* bias,
-                       Tensor out, cudaStream_t st, const GemvFusion* f) {
+                       Tensor out, cudaStream_t st, const GemvFusion* f, const L2Prefetch& pf) {
   const int64_t M = x.rows;
-  const L2Prefetch pf = prefetch_;
-  prefetch_ = L2Prefetch{};
   if (M == 0 || N == 0) return;
   if (f) {
     TS_ASSERT(x.cols == K && gemv_fusable(x, w, w_dt, N, K, out, *f));

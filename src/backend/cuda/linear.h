@@ -67,6 +67,11 @@ struct L2Prefetch {
   int G = 0, take = 0;
   int skip = 0;  // rows skipped at the start of each block's range
 };
+// The prefetch of `percent` % of each streaming-GEMV block's pairs of the gated weight w [rows, K],
+// after its first `skip_percent` %, as that GEMV will read them on `sms` SMs; empty (W null) where
+// the shape does not suit it.
+L2Prefetch gated_prefetch(const void* w, int64_t rows, int64_t K, int percent, int skip_percent,
+                          int sms);
 
 // One decode GEMV launch (linear.cu's streaming kernel, gemv_mma.cu's tensor-core one): out[m,
 // r] = W[r] . x[m] (+ bias), with the fusions in f.
@@ -96,9 +101,11 @@ class LinearOps {
   LinearOps(const LinearOps&) = delete;
   LinearOps& operator=(const LinearOps&) = delete;
 
-  // With `f`, gemv_fusable() must hold (out is [M, N / 2] when f->gated).
+  // With `f`, gemv_fusable() must hold (out is [M, N / 2] when f->gated). `pf`: an L2 prefetch the
+  // kernel issues when it is the one-row GEMV at M = 1 (else ignored).
   void linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, const float* bias,
-              Tensor out, cudaStream_t st, const GemvFusion* f = nullptr);
+              Tensor out, cudaStream_t st, const GemvFusion* f = nullptr,
+              const L2Prefetch& pf = {});
   bool gemv_fusable(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, Tensor out,
                     const GemvFusion& f) const;
 
@@ -112,11 +119,7 @@ class LinearOps {
   // unfused GEMVs only.
   void set_gemv_kind(int k) { gemv_kind_ = k; }
   int gemv_max_m() const { return gemv_max_m_; }
-  // The next linear, when its kernel is the one-row GEMV at M = 1, also prefetches `percent` %
-  // of each block's pairs of the gated weight w [rows, K], after its first `skip_percent` %, as
-  // the streaming GEMV will read them, into the L2 before its PDL wait (L2Prefetch); any linear
-  // call consumes it.
-  void set_prefetch_gated(const void* w, int64_t rows, int64_t K, int percent, int skip_percent);
+  int sms() const { return sms_; }
 
  private:
   struct Plan {
@@ -138,7 +141,6 @@ class LinearOps {
   int gemv_max_m_ = 8;
   int sms_ = 132;
   int gemv_kind_ = 1;
-  L2Prefetch prefetch_;
 };
 
 }  // namespace tessera::cuda
