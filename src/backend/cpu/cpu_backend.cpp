@@ -115,6 +115,7 @@ class CpuBackend final : public ComputeBackend {
     v.logit_rows = b.logit_rows.data();
     v.num_logit_rows = static_cast<int>(b.logit_rows.size());
     v.logit_rows_all = b.logits_every_row();
+    v.greedy_ids = b.greedy_ids;
     return v;
   }
 
