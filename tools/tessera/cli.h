@@ -37,6 +37,7 @@ void run_command(const std::function<int()>& body);  // exit_code() = guarded(bo
 void add_tokenize_commands(CLI::App& app);  // tokenize, detokenize
 void add_info_command(CLI::App& app);
 void add_logits_command(CLI::App& app);
+void add_perplexity_command(CLI::App& app);
 void add_make_model_command(CLI::App& app);
 void add_chat_template_command(CLI::App& app);
 void add_generate_command(CLI::App& app);

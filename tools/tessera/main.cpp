@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_tokenize_commands(app);
   tessera::cli::add_info_command(app);
   tessera::cli::add_logits_command(app);
+  tessera::cli::add_perplexity_command(app);
   tessera::cli::add_make_model_command(app);
   tessera::cli::add_chat_template_command(app);
   tessera::cli::add_generate_command(app);
