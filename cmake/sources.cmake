@@ -59,9 +59,10 @@ foreach(src IN LISTS TESSERA_CPU_SOURCES)
   endif()
 endforeach()
 
-# Models and engine: the public C++ API (include/tessera/engine.h). The engine chooses the device
-# (EngineOptions::device), so it links both backends and neither backend links anything above
-# the interface; cmake/cuda.cmake adds tessera_backend_cuda here when it is built.
+# Models and engine: the public C++ API (include/tessera/engine.h). Device selection
+# (src/engine/select_backend.h) is the one place that chooses a backend, so the engine links
+# both and neither backend links anything above the interface; cmake/cuda.cmake adds
+# tessera_backend_cuda here when it is built.
 tessera_glob(TESSERA_ENGINE_SOURCES models engine)
 add_library(tessera_engine STATIC ${TESSERA_ENGINE_SOURCES})
 target_link_libraries(tessera_engine PUBLIC tessera_backend_cpu)
