@@ -46,14 +46,13 @@ namespace {
 struct HostWeight {
   std::vector<uint16_t> h;
   std::vector<float> f;
-  TensorInfo info;
+  HostTensor info;
 };
 
 std::unique_ptr<Weight> make_weight(ComputeBackend& be, int64_t rows, int64_t cols, DType dt,
                                     uint64_t seed) {
   HostWeight hw;
   hw.info.name = "bench";
-  hw.info.dtype_known = true;
   hw.info.dtype = dt;
   hw.info.shape = {rows, cols};
   if (dt == DType::bf16) {
@@ -65,8 +64,7 @@ std::unique_ptr<Weight> make_weight(ComputeBackend& be, int64_t rows, int64_t co
     fill_random(hw.f.data(), rows * cols, seed);
     hw.info.data = hw.f.data();
   }
-  hw.info.nbytes = static_cast<size_t>(rows * cols) * dtype_size(dt);
-  const TensorInfo* parts[] = {&hw.info};
+  const HostTensor* parts[] = {&hw.info};
   return be.upload_weight(parts, dt, "bench weight");
 }
 

@@ -1,10 +1,4 @@
 # Optional CUDA backend: found when a toolkit is present, CPU-only otherwise.
-
-# sources.cmake's recursive glob of src/backend/ also picks up src/backend/cuda/*.cpp: those
-# belong to tessera_cuda (below) alone, and need the CUDA headers.
-get_target_property(_tessera_sources tessera SOURCES)
-list(FILTER _tessera_sources EXCLUDE REGEX "/src/backend/cuda/")
-set_target_properties(tessera PROPERTIES SOURCES "${_tessera_sources}")
 set(TESSERA_HAVE_CUDA OFF)
 if(NOT TESSERA_CUDA STREQUAL "OFF")
   include(CheckLanguage)
@@ -30,20 +24,18 @@ if(TESSERA_HAVE_CUDA)
   file(GLOB TESSERA_CUDA_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/backend/cuda/*.cu
                                                    ${CMAKE_SOURCE_DIR}/src/backend/cuda/*.cpp)
   if(TESSERA_CUDA_SOURCES)
-    add_library(tessera_cuda STATIC ${TESSERA_CUDA_SOURCES})
-    set_target_properties(tessera_cuda PROPERTIES CUDA_ARCHITECTURES OFF
-                                                  CUDA_SEPARABLE_COMPILATION OFF)
-    target_compile_options(tessera_cuda PRIVATE
+    add_library(tessera_backend_cuda STATIC ${TESSERA_CUDA_SOURCES})
+    set_target_properties(tessera_backend_cuda PROPERTIES CUDA_ARCHITECTURES OFF
+                                                          CUDA_SEPARABLE_COMPILATION OFF)
+    target_compile_options(tessera_backend_cuda PRIVATE
       $<$<COMPILE_LANGUAGE:CUDA>:${TESSERA_CUDA_GENCODE} --expt-relaxed-constexpr -lineinfo>)
-    target_include_directories(tessera_cuda PUBLIC ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/src)
     # cudart static: the binaries then need only the driver and libcublasLt on the GPU machine.
-    target_link_libraries(tessera_cuda PUBLIC CUDA::cudart_static CUDA::cublasLt
-                                              nlohmann_json::nlohmann_json)
-    # The kernels use the engine's core (memory tracker, thread pool): a cycle of static libraries,
-    # which CMake repeats on the link line.
-    target_link_libraries(tessera_cuda PRIVATE tessera)
-    target_compile_definitions(tessera PUBLIC TESSERA_HAVE_CUDA=1)
-    # The CUDA backend registers itself with the engine library; link both ways.
-    target_link_libraries(tessera PUBLIC tessera_cuda)
+    # The kernels use the interface and core (memory tracker, thread pool), nothing above.
+    target_link_libraries(tessera_backend_cuda PUBLIC tessera_backend CUDA::cudart_static
+                                                      CUDA::cublasLt)
+    # PUBLIC on the interface: backend.cpp then leaves out its make_cuda_backend() stub, and the
+    # tests that compare the backends see it.
+    target_compile_definitions(tessera_backend PUBLIC TESSERA_HAVE_CUDA=1)
+    target_link_libraries(tessera_engine PUBLIC tessera_backend_cuda)
   endif()
 endif()

@@ -19,7 +19,6 @@
 
 #include "core/dtype.h"
 #include "core/memory.h"
-#include "io/safetensors.h"
 
 namespace tessera {
 
@@ -45,6 +44,21 @@ struct Tensor {
     t.data = static_cast<char*>(data) + c0 * static_cast<int64_t>(dtype_size(dtype));
     t.cols = n;
     return t;
+  }
+};
+
+// A tensor in host memory as upload_weight() reads it: the interface knows no file format, so the
+// model side turns a checkpoint's tensors (io's TensorInfo) into these, and tests build them.
+struct HostTensor {
+  const void* data = nullptr;  // row-major, `dtype` elements
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  std::string name;  // for messages: which tensor of which file
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
   }
 };
 
@@ -244,7 +258,7 @@ class ComputeBackend {
 
   // A linear weight made of `parts` stacked along dim 0 (e.g. q, k, v into one matrix), each
   // [rows_i, cols] in its file's dtype, stored as `dtype`.
-  virtual std::unique_ptr<Weight> upload_weight(std::span<const TensorInfo* const> parts,
+  virtual std::unique_ptr<Weight> upload_weight(std::span<const HostTensor* const> parts,
                                                 DType dtype, const std::string& what) = 0;
 
   // Scratch for one forward: reset() then take(); valid until the next reset().

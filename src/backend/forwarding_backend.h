@@ -27,7 +27,7 @@ class ForwardingBackend : public ComputeBackend {
   void copy_to_host(void* d, const void* s, size_t n) override { in_->copy_to_host(d, s, n); }
   void synchronize() override { in_->synchronize(); }
   size_t device_free_bytes() override { return in_->device_free_bytes(); }
-  std::unique_ptr<Weight> upload_weight(std::span<const TensorInfo* const> parts, DType dtype,
+  std::unique_ptr<Weight> upload_weight(std::span<const HostTensor* const> parts, DType dtype,
                                         const std::string& what) override {
     return in_->upload_weight(parts, dtype, what);
   }

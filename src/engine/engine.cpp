@@ -15,6 +15,7 @@
 #include "engine/batch_builder.h"
 #include "engine/kv_pool.h"
 #include "engine/scheduler.h"
+#include "engine/select_backend.h"
 #include "io/model_dir.h"
 #include "models/model.h"
 #include "tokenizer/tokenizer.h"
@@ -108,18 +109,7 @@ class EngineImpl final : public Engine {
  public:
   explicit EngineImpl(const EngineOptions& o) : opts_(o) {
     if (o.model_dir.empty()) fail_arg("no model directory given");
-    if (o.device == "cpu") {
-      backend_ = make_cpu_backend();
-    } else if (o.device == "cuda") {
-      backend_ = make_cuda_backend();
-      if (!backend_)
-        fail_arg("device cuda: no CUDA device is available (or tessera was built without CUDA)");
-    } else if (o.device == "auto" || o.device.empty()) {
-      backend_ = make_cuda_backend();
-      if (!backend_) backend_ = make_cpu_backend();
-    } else {
-      fail_arg("unknown device '" + o.device + "' (expected auto, cpu or cuda)");
-    }
+    backend_ = select_backend(o.device);
     const bool gpu = backend_->device() == Device::cuda;
     MemoryTracker& tracker = memory_tracker(backend_->device());
     if (o.memory_limit) tracker.set_limit(o.memory_limit);

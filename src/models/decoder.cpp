@@ -209,9 +209,14 @@ const TensorInfo& WeightLoader::take_checked(const std::string& name,
 
 std::unique_ptr<Weight> WeightLoader::matrix(const std::vector<std::string>& names,
                                              const std::vector<int64_t>& rows, int64_t cols) {
-  std::vector<const TensorInfo*> parts;
-  for (size_t i = 0; i < names.size(); ++i)
-    parts.push_back(&take_checked(names[i], {rows[i], cols}));
+  // The compute interface takes host views, not io's TensorInfo (it knows no file format).
+  std::vector<HostTensor> views;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const TensorInfo& t = take_checked(names[i], {rows[i], cols});
+    views.push_back({t.data, t.dtype, t.shape, t.file + ": tensor '" + t.name + "'"});
+  }
+  std::vector<const HostTensor*> parts;
+  for (const HostTensor& v : views) parts.push_back(&v);
   return backend_.upload_weight(parts, dtype_, names[0]);
 }
 

@@ -16,14 +16,8 @@ std::unique_ptr<Weight> upload(ComputeBackend& be, const std::vector<float>& w, 
                                int64_t K, DType dt) {
   // The checkpoint's bf16 values, so that f32 and bf16 weights hold the same numbers.
   std::vector<uint16_t> h = to_bf16(w);
-  TensorInfo info;
-  info.name = "w";
-  info.dtype_known = true;
-  info.dtype = DType::bf16;
-  info.shape = {N, K};
-  info.data = h.data();
-  info.nbytes = h.size() * 2;
-  const TensorInfo* parts[] = {&info};
+  const HostTensor t{h.data(), DType::bf16, {N, K}, "w"};
+  const HostTensor* parts[] = {&t};
   return be.upload_weight(parts, dt, "test weight");
 }
 
@@ -146,19 +140,9 @@ TEST(CpuLinear, UploadPacksPanels) {
   const int64_t K = 7;
   const auto a = random_floats(5 * K, 91), b = random_floats(14 * K, 92);
   std::vector<uint16_t> ah = to_bf16(a);
-  TensorInfo ia, ib;
-  ia.name = "a";
-  ia.dtype_known = ib.dtype_known = true;
-  ia.dtype = DType::bf16;
-  ia.shape = {5, K};
-  ia.data = ah.data();
-  ia.nbytes = ah.size() * 2;
-  ib.name = "b";
-  ib.dtype = DType::f32;
-  ib.shape = {14, K};
-  ib.data = b.data();
-  ib.nbytes = b.size() * 4;
-  const TensorInfo* parts[] = {&ia, &ib};
+  const HostTensor ia{ah.data(), DType::bf16, {5, K}, "a"};
+  const HostTensor ib{b.data(), DType::f32, {14, K}, "b"};
+  const HostTensor* parts[] = {&ia, &ib};
   for (DType dt : {DType::bf16, DType::f32}) {
     auto w = be->upload_weight(parts, dt, "packed");
     const auto& cw = static_cast<const CpuWeight&>(*w);

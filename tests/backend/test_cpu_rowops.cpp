@@ -215,14 +215,8 @@ TEST(CpuRowOps, EmbedIsExact) {
   const int64_t V = 301, H = 1152 + 5;
   auto table = random_floats(static_cast<size_t>(V * H), 81, -0.1f, 0.1f);
   std::vector<uint16_t> h = to_bf16(table);
-  TensorInfo info;
-  info.name = "embed";
-  info.dtype_known = true;
-  info.dtype = DType::bf16;
-  info.shape = {V, H};
-  info.data = h.data();
-  info.nbytes = h.size() * 2;
-  const TensorInfo* parts[] = {&info};
+  const HostTensor t{h.data(), DType::bf16, {V, H}, "embed"};
+  const HostTensor* parts[] = {&t};
   const std::vector<int32_t> ids = {0, 300, 17, 17, 150};
   const int n = static_cast<int>(ids.size());
   for (DType dt : {DType::bf16, DType::f32}) {

@@ -14,7 +14,6 @@
 
 #include "backend/backend.h"
 #include "core/dtype.h"
-#include "io/safetensors.h"
 
 namespace tessera::cudatest {
 
@@ -144,15 +143,8 @@ struct WeightPair {
 // A linear weight [rows, cols] of `dt` from its encoded bytes, uploaded to `be`.
 inline std::unique_ptr<Weight> upload_bytes(ComputeBackend& be, const std::vector<char>& bytes,
                                             int64_t rows, int64_t cols, DType dt) {
-  TensorInfo t;
-  t.name = "test.weight";
-  t.dtype_name = dt == DType::f32 ? "F32" : "BF16";
-  t.dtype_known = true;
-  t.dtype = dt;
-  t.shape = {rows, cols};
-  t.data = bytes.data();
-  t.nbytes = bytes.size();
-  const TensorInfo* parts[] = {&t};
+  const HostTensor t{bytes.data(), dt, {rows, cols}, "test.weight"};
+  const HostTensor* parts[] = {&t};
   return be.upload_weight(parts, dt, "test weight");
 }
 

@@ -13,11 +13,11 @@
 #include "engine/direct_runner.h"
 #include "models/model.h"
 #include "models/presets.h"
+#include "process_temp.h"
 #include "tessera/engine.h"
 #include "tessera/error.h"
 #ifdef TESSERA_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
-#include "process_temp.h"
 #endif
 
 namespace tessera::cudatest {

@@ -294,15 +294,8 @@ TEST(CudaOps, LinearAllPaths) {
 // the norm on y, with a bias, for M = 1, 2 and 5; and an LM head (f32 logits, N >= 65536: fused,
 // the streaming GEMV with the norm as its prologue, whose greedy pick a greedy sample() then
 // takes; unfused, the norm kernel, cuBLASLt and the greedy kernel).
-#ifdef TESSERA_HAVE_CUDA
 namespace {
-
-struct FusedCase {
-  int M, N, K;
-  bool gated, w_y, bias;
-  bool f32_out = false;  // an LM head: f32 logits (its fused path is the streaming GEMV at M = 1)
-};
-
+// Outside the #ifdef: LmHeadGreedyPickTies below uses it too (and skips without CUDA).
 // The greedy sampler's pick: the first of the largest (NaN as -inf), 0 when none.
 int32_t host_argmax(const std::vector<float>& v) {
   int32_t best = -1;
@@ -313,6 +306,17 @@ int32_t host_argmax(const std::vector<float>& v) {
   }
   return best < 0 ? 0 : best;
 }
+
+}  // namespace
+
+#ifdef TESSERA_HAVE_CUDA
+namespace {
+
+struct FusedCase {
+  int M, N, K;
+  bool gated, w_y, bias;
+  bool f32_out = false;  // an LM head: f32 logits (its fused path is the streaming GEMV at M = 1)
+};
 
 struct FusedRun {
   std::vector<float> res, h, out;

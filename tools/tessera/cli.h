@@ -4,28 +4,16 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
-#include "io/model_dir.h"
-#include "models/model.h"
+// The CLI's one internal header (core's Error helpers come with it); the rest is the public API.
+#include "engine/dev_api.h"
 
 namespace tessera::cli {
 
 // "2,17,99" -> ids; throws Error(invalid_argument) naming the bad element.
 std::vector<int32_t> parse_id_list(const std::string& s, const char* option);
-
-// A loaded model with its backend, for commands that run one.
-struct LoadedModel {
-  std::unique_ptr<ComputeBackend> backend;
-  std::unique_ptr<ModelDir> dir;
-  std::unique_ptr<Model> model;
-};
-// device: auto | cpu | cuda
-LoadedModel load(const std::string& dir, const std::string& device, const std::string& dtype);
-std::unique_ptr<ComputeBackend> make_backend(const std::string& device);
 
 // Runs a command body, turning tessera::Error and other exceptions into a one-line message on
 // stderr and exit status 1.

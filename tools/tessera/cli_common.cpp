@@ -3,7 +3,6 @@
 #include <exception>
 
 #include "cli.h"
-#include "core/check.h"
 
 namespace tessera::cli {
 
@@ -29,31 +28,6 @@ std::vector<int32_t> parse_id_list(const std::string& s, const char* option) {
   }
   if (ids.empty()) fail_arg(std::string(option) + ": the token list is empty");
   return ids;
-}
-
-std::unique_ptr<ComputeBackend> make_backend(const std::string& device) {
-  if (device == "cpu") return make_cpu_backend();
-  if (device == "cuda") {
-    auto b = make_cuda_backend();
-    if (!b)
-      fail_arg("--device cuda: no CUDA device is available (or tessera was built without CUDA)");
-    return b;
-  }
-  if (device == "auto") {
-    if (auto b = make_cuda_backend()) return b;
-    return make_cpu_backend();
-  }
-  fail_arg("--device: unknown device '" + device + "' (expected auto, cpu or cuda)");
-}
-
-LoadedModel load(const std::string& dir, const std::string& device, const std::string& dtype) {
-  LoadedModel m;
-  m.backend = make_backend(device);
-  m.dir = std::make_unique<ModelDir>(dir);
-  LoadOptions o;
-  o.dtype = dtype;
-  m.model = load_model(*m.dir, *m.backend, o);
-  return m;
 }
 
 int guarded(const std::function<int()>& body) {

@@ -4,8 +4,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "core/check.h"
-#include "core/memory.h"
+#include "engine/dev_api.h"
 
 namespace tessera::cli {
 
@@ -143,8 +142,8 @@ void print_metrics(const Metrics& m) {
       "(%s)\n",
       m.prompt_tokens, m.cached_prompt_tokens, m.generated_tokens, m.ttft_ms, m.prefill_ms,
       m.prefill_tokens_per_s, m.decode_ms, m.decode_tokens_per_s, m.total_ms,
-      format_bytes(m.peak_memory_bytes).c_str(), format_bytes(m.active_memory_bytes).c_str(),
-      m.device.c_str());
+      dev::format_bytes(m.peak_memory_bytes).c_str(),
+      dev::format_bytes(m.active_memory_bytes).c_str(), m.device.c_str());
 }
 
 }  // namespace tessera::cli

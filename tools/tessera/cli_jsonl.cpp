@@ -3,7 +3,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "core/check.h"
+#include "engine/dev_api.h"
 
 namespace tessera::cli {
 

@@ -7,8 +7,6 @@
 #include "cli.h"
 #include "cli_engine.h"
 #include "cli_jsonl.h"
-#include "core/check.h"
-#include "core/memory.h"
 
 namespace tessera::cli {
 
@@ -48,7 +46,7 @@ void add_batch_command(CLI::App& app) {
                    "batch: %d prompts (%d failed), %d prompt + %d generated tokens in %.1f ms: "
                    "%.1f generated tokens/s, peak memory %s\n",
                    m.requests, failed, m.prompt_tokens, m.generated_tokens, m.total_ms,
-                   m.generated_tokens_per_s, format_bytes(m.peak_memory_bytes).c_str());
+                   m.generated_tokens_per_s, dev::format_bytes(m.peak_memory_bytes).c_str());
       return failed ? 1 : 0;
     });
   });

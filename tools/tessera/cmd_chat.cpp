@@ -9,15 +9,13 @@
 
 #include "cli.h"
 #include "cli_engine.h"
-#include "core/check.h"
-#include "io/model_dir.h"
 
 namespace tessera::cli {
 
 namespace {
 
 std::vector<ChatMessage> read_messages(const std::string& path) {
-  nlohmann::json j = read_json_file(path);
+  nlohmann::json j = dev::read_json_file(path);
   if (!j.is_array()) fail_arg(path + ": expected a JSON array of {\"role\", \"content\"} objects");
   std::vector<ChatMessage> out;
   for (size_t i = 0; i < j.size(); ++i) {

@@ -6,9 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "chat/chat_template.h"
 #include "cli.h"
-#include "core/check.h"
 
 namespace tessera::cli {
 
@@ -28,11 +26,7 @@ void add_chat_template_command(CLI::App& app) {
                 "do not append the assistant turn header");
   cmd->callback([a] {
     run_command([&] {
-      std::string source = find_chat_template_source(a->model);
-      if (source.empty())
-        fail_model(a->model +
-                   ": no chat template (tokenizer_config.json has no \"chat_template\" "
-                   "and there is no chat_template.jinja)");
+      const std::string source = dev::chat_template_source(a->model);
       std::ifstream f(a->messages, std::ios::binary);
       if (!f) fail(ErrorKind::io, "cannot read " + a->messages);
       std::ostringstream ss;
@@ -47,9 +41,8 @@ void add_chat_template_command(CLI::App& app) {
       for (size_t i = 0; i < messages.size(); ++i)
         if (!messages[i].is_object())
           fail_arg(a->messages + ": message " + std::to_string(i) + " is not a JSON object");
-      ChatTemplate tmpl(source);
-      std::string out = apply_chat_template(tmpl, messages, !a->no_generation_prompt,
-                                            chat_template_special_tokens(a->model));
+      std::string out =
+          dev::render_chat_template(source, a->model, messages, !a->no_generation_prompt);
       std::fwrite(out.data(), 1, out.size(), stdout);
       std::fflush(stdout);
       return 0;

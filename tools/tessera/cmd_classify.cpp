@@ -9,8 +9,6 @@
 #include "cli.h"
 #include "cli_engine.h"
 #include "cli_jsonl.h"
-#include "core/check.h"
-#include "core/memory.h"
 
 namespace tessera::cli {
 
@@ -66,7 +64,7 @@ void add_classify_command(CLI::App& app) {
                    "classify: %d prompts (%d failed), %d prompt tokens in %.1f ms: %.1f prompts/s, "
                    "%.1f tokens/s, peak memory %s\n",
                    m.requests, failed, m.prompt_tokens, m.total_ms, m.requests_per_s,
-                   m.prompt_tokens_per_s, format_bytes(m.peak_memory_bytes).c_str());
+                   m.prompt_tokens_per_s, dev::format_bytes(m.peak_memory_bytes).c_str());
       return failed ? 1 : 0;
     });
   });

@@ -6,7 +6,6 @@
 
 #include "cli.h"
 #include "cli_engine.h"
-#include "core/check.h"
 
 namespace tessera::cli {
 

@@ -18,13 +18,11 @@ void add_info_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "print one JSON object");
   cmd->callback([a] {
     run_command([&] {
-      LoadedModel m = load(a->model, "cpu", a->dtype);
-      const ModelInfo& in = m.model->info();
-      const KvSpec& kv = m.model->kv_spec();
+      const dev::ModelSummary summary = dev::describe_model(a->model, a->dtype);
+      const ModelInfo& in = summary.info;
       int sliding = 0;
       for (const auto& t : in.layer_types) sliding += t == "sliding_attention";
-      const size_t kv_per_token =
-          2ull * in.num_layers * kv.num_kv_heads * kv.head_dim * dtype_size(kv.dtype);
+      const size_t kv_per_token = summary.kv_bytes_per_token;
       nlohmann::json j = {
           {"architecture", in.architecture},
           {"model_type", in.model_type},
@@ -64,11 +62,11 @@ void add_info_command(CLI::App& app) {
         std::printf("dtype             %s on disk, %s in memory\n", dtype_name(in.checkpoint_dtype),
                     dtype_name(in.weight_dtype));
         std::printf("parameters        %lld\n", static_cast<long long>(in.parameter_count));
-        std::printf("weights           %s\n", format_bytes(in.weight_bytes).c_str());
+        std::printf("weights           %s\n", dev::format_bytes(in.weight_bytes).c_str());
         std::printf(
             "KV cache          %s per token (full-attention layers; sliding layers hold at most "
             "the window)\n",
-            format_bytes(kv_per_token).c_str());
+            dev::format_bytes(kv_per_token).c_str());
       }
       return 0;
     });

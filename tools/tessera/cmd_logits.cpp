@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
-#include "engine/direct_runner.h"
 
 namespace tessera::cli {
 
@@ -23,11 +22,7 @@ void add_logits_command(CLI::App& app) {
   cmd->callback([a] {
     run_command([&] {
       std::vector<int32_t> ids = parse_id_list(a->tokens, "--tokens");
-      LoadedModel m = load(a->model, a->device, a->dtype);
-      validate_tokens(ids, m.model->info().vocab_size);
-      DirectRunner runner(*m.model, static_cast<int>(ids.size()));
-      std::vector<std::vector<int32_t>> seqs{ids};
-      auto rows = runner.step(seqs, a->all)[0];
+      auto rows = dev::logits(a->model, a->device, a->dtype, ids, a->all);
       if (a->json) {
         nlohmann::json j = {{"logits", rows}};
         std::printf("%s\n", j.dump().c_str());

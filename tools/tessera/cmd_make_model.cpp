@@ -2,8 +2,6 @@
 #include <cstdio>
 
 #include "cli.h"
-#include "core/check.h"
-#include "models/presets.h"
 
 namespace tessera::cli {
 

@@ -13,7 +13,6 @@
 
 #include "cli.h"
 #include "cli_engine.h"
-#include "core/check.h"
 #include "server/server.h"
 
 namespace tessera::cli {

@@ -11,8 +11,6 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
-#include "core/check.h"
-#include "tokenizer/tokenizer.h"
 
 namespace tessera::cli {
 

@@ -43,20 +43,20 @@ class CpuBackend final : public ComputeBackend {
 
   // Packs the parts (stacked along dim 0) into the CPU panel layout (cpu_kernels.h, CpuWeight),
   // converting to `dtype`; the mmapped checkpoint is read once.
-  std::unique_ptr<Weight> upload_weight(std::span<const TensorInfo* const> parts, DType dtype,
+  std::unique_ptr<Weight> upload_weight(std::span<const HostTensor* const> parts, DType dtype,
                                         const std::string& what) override {
     TS_ASSERT(!parts.empty());
     TS_ASSERT(dtype == DType::f32 || dtype == DType::bf16);
     auto w = std::make_unique<cpu::CpuWeight>();
     w->cols = parts[0]->shape.size() == 2 ? parts[0]->shape[1] : 1;
-    for (const TensorInfo* p : parts) {
+    for (const HostTensor* p : parts) {
       TS_ASSERT(p->shape.size() == 2 && p->shape[1] == w->cols);
       w->rows += p->shape[0];
     }
     w->dtype = dtype;
     cpu::alloc_panels(*w, what.c_str());
     int64_t row = 0;
-    for (const TensorInfo* p : parts) {
+    for (const HostTensor* p : parts) {
       cpu::pack_rows(*w, row, p->shape[0], p->data, p->dtype);
       row += p->shape[0];
     }

@@ -150,17 +150,17 @@ class CudaBackend final : public ComputeBackend {
     return free;
   }
 
-  std::unique_ptr<Weight> upload_weight(std::span<const TensorInfo* const> parts, DType dtype,
+  std::unique_ptr<Weight> upload_weight(std::span<const HostTensor* const> parts, DType dtype,
                                         const std::string& what) override {
     TS_ASSERT(!parts.empty());
     if (dtype != DType::f32 && dtype != DType::bf16)
       fail_arg("CUDA weights are stored as f32 or bf16, not " + std::string(dtype_name(dtype)));
     auto w = std::make_unique<CudaWeight>();
     w->cols = parts[0]->shape.size() == 2 ? parts[0]->shape[1] : 1;
-    for (const TensorInfo* p : parts) {
+    for (const HostTensor* p : parts) {
       TS_ASSERT(p->shape.size() == 2 && p->shape[1] == w->cols);
       if (p->dtype != DType::f32 && p->dtype != DType::bf16 && p->dtype != DType::f16)
-        fail_model(p->file + ": tensor '" + p->name + "' has dtype " + p->dtype_name +
+        fail_model(p->name + " has dtype " + dtype_name(p->dtype) +
                    ", which the CUDA backend cannot load");
       w->rows += p->shape[0];
     }
@@ -172,7 +172,7 @@ class CudaBackend final : public ComputeBackend {
     char* dst = static_cast<char*>(w->buffer->data());
     const size_t esz = dtype_size(dtype);
     const size_t per_chunk = kStagingBytes / std::max<size_t>(esz, 4);
-    for (const TensorInfo* p : parts) {
+    for (const HostTensor* p : parts) {
       const size_t n = static_cast<size_t>(p->numel());
       const char* src = static_cast<const char*>(p->data);
       for (size_t off = 0; off < n; off += per_chunk) {

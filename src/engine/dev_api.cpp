@@ -1,0 +1,80 @@
+#include "engine/dev_api.h"
+
+#include <memory>
+
+#include "chat/chat_template.h"
+#include "core/memory.h"
+#include "engine/direct_runner.h"
+#include "engine/select_backend.h"
+#include "io/model_dir.h"
+#include "models/model.h"
+
+namespace tessera::dev {
+
+namespace {
+
+// Members in this order so that the model goes first, then its files, then the backend.
+struct LoadedModel {
+  std::unique_ptr<ComputeBackend> backend;
+  std::unique_ptr<ModelDir> dir;
+  std::unique_ptr<Model> model;
+};
+
+LoadedModel load(const std::string& dir, const std::string& device, const std::string& dtype) {
+  LoadedModel m;
+  m.backend = select_backend(device);
+  m.dir = std::make_unique<ModelDir>(dir);
+  LoadOptions o;
+  o.dtype = dtype;
+  m.model = load_model(*m.dir, *m.backend, o);
+  return m;
+}
+
+}  // namespace
+
+ModelSummary describe_model(const std::string& dir, const std::string& dtype) {
+  LoadedModel m = load(dir, "cpu", dtype);
+  ModelSummary s;
+  s.info = m.model->info();
+  const KvSpec& kv = m.model->kv_spec();
+  s.kv_bytes_per_token =
+      2ull * s.info.num_layers * kv.num_kv_heads * kv.head_dim * dtype_size(kv.dtype);
+  return s;
+}
+
+std::vector<std::vector<float>> logits(const std::string& dir, const std::string& device,
+                                       const std::string& dtype, const std::vector<int32_t>& ids,
+                                       bool all_positions) {
+  LoadedModel m = load(dir, device, dtype);
+  validate_tokens(ids, m.model->info().vocab_size);
+  DirectRunner runner(*m.model, static_cast<int>(ids.size()));
+  std::vector<std::vector<int32_t>> seqs{ids};
+  return runner.step(seqs, all_positions)[0];
+}
+
+std::string chat_template_source(const std::string& dir) {
+  std::string source = find_chat_template_source(dir);
+  if (source.empty())
+    fail_model(dir +
+               ": no chat template (tokenizer_config.json has no \"chat_template\" "
+               "and there is no chat_template.jinja)");
+  return source;
+}
+
+std::string render_chat_template(const std::string& source, const std::string& dir,
+                                 const nlohmann::ordered_json& messages,
+                                 bool add_generation_prompt) {
+  ChatTemplate tmpl(source);
+  return apply_chat_template(tmpl, messages, add_generation_prompt,
+                             chat_template_special_tokens(dir));
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  return tessera::read_json_file(path);
+}
+
+std::string format_bytes(size_t bytes) {
+  return tessera::format_bytes(bytes);
+}
+
+}  // namespace tessera::dev
