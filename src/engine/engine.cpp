@@ -13,7 +13,9 @@
 #include "chat/chat_template.h"
 #include "core/check.h"
 #include "engine/batch_builder.h"
+#include "engine/classify_output.h"
 #include "engine/kv_pool.h"
+#include "engine/output_processor.h"
 #include "engine/scheduler.h"
 #include "io/model_dir.h"
 #include "models/model.h"
@@ -163,7 +165,6 @@ class EngineImpl final : public Engine {
     so.max_seqs = o.max_seqs > 0 ? o.max_seqs : (gpu ? 256 : 16);
     so.context_length = context_;
     so.prefix_cache = o.prefix_cache;
-    if (tokenizer_) so.token_text = [this](int32_t id) { return token_text(id); };
     if (so.max_batch_tokens < 1) fail_arg("max_batch_tokens must be positive");
     KvPoolOptions po;
     po.block_size = 16;
@@ -256,26 +257,38 @@ class EngineImpl final : public Engine {
     return ids;
   }
 
-  // Builds a request; errors in the request's own input become its error result.
+  // Builds a request, or sets `error` when its own input makes it fail.
   RequestSpec make_spec(const Prompt& p, const GenerateOptions& g, TokenCallback cb,
-                        const CancelToken& cancel) {
-    RequestSpec spec;
-    spec.shared = std::make_shared<RequestShared>();
-    spec.shared->cancel = cancel;
-    spec.gen = g;
-    spec.on_token = std::move(cb);
+                        const CancelToken& cancel, std::string& error) {
+    std::vector<int32_t> ids;
     try {
       validate(g);
-      spec.prompt = prompt_ids(p, g.add_special_tokens);
+      ids = prompt_ids(p, g.add_special_tokens);
     } catch (const Error& e) {
-      spec.error = e.what();
+      error = e.what();
+      return {};
     }
-    if (!g.ignore_eos) spec.stop_ids = eos_;
+    std::vector<int32_t> stop_ids;
+    if (!g.ignore_eos) stop_ids = eos_;
     for (int32_t id : g.stop_token_ids)
-      if (std::find(spec.stop_ids.begin(), spec.stop_ids.end(), id) == spec.stop_ids.end())
-        spec.stop_ids.push_back(id);
-    if (tokenizer_) spec.text = std::make_unique<DetokenizerStream>(*tokenizer_);
-    return spec;
+      if (std::find(stop_ids.begin(), stop_ids.end(), id) == stop_ids.end()) stop_ids.push_back(id);
+    auto shared = std::make_shared<RequestShared>();
+    shared->cancel = cancel;
+    return generate_request(std::move(ids), g, std::move(stop_ids),
+                            tokenizer_ ? std::make_unique<DetokenizerStream>(*tokenizer_) : nullptr,
+                            std::move(cb), token_text_fn(), std::move(shared));
+  }
+
+  // A request that fails on its own input, without reaching the scheduler.
+  GenerateResult error_result(const std::string& error) const {
+    GenerateResult r;
+    r.finish_reason = FinishReason::error;
+    r.error = error;
+    const MemoryTracker& t = memory_tracker(backend_->device());
+    r.metrics.peak_memory_bytes = t.peak();
+    r.metrics.active_memory_bytes = t.active();
+    r.metrics.device = backend_->name();
+    return r;
   }
 
   static GenerateResult wait(RequestShared& sh) {
@@ -286,7 +299,9 @@ class EngineImpl final : public Engine {
 
   GenerateResult generate(const Prompt& prompt, const GenerateOptions& opts,
                           const TokenCallback& on_token, const CancelToken& cancel) override {
-    RequestSpec spec = make_spec(prompt, opts, on_token, cancel);
+    std::string error;
+    RequestSpec spec = make_spec(prompt, opts, on_token, cancel, error);
+    if (!error.empty()) return error_result(error);
     auto sh = spec.shared;
     sched_->submit(std::move(spec));
     return wait(*sh);
@@ -322,15 +337,22 @@ class EngineImpl final : public Engine {
                                              const GenerateOptions& opts, const CancelToken& cancel,
                                              BatchMetrics* metrics) override {
     const auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::shared_ptr<RequestShared>> shared;
+    std::vector<GenerateResult> out(prompts.size());
+    std::vector<std::shared_ptr<RequestShared>> shared(prompts.size());
     std::vector<RequestSpec> specs;
-    for (const auto& p : prompts) {
-      specs.push_back(make_spec(p, opts, {}, cancel));
-      shared.push_back(specs.back().shared);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      std::string error;
+      RequestSpec spec = make_spec(prompts[i], opts, {}, cancel, error);
+      if (!error.empty()) {
+        out[i] = error_result(error);
+        continue;
+      }
+      shared[i] = spec.shared;
+      specs.push_back(std::move(spec));
     }
     sched_->submit(std::move(specs));
-    std::vector<GenerateResult> out;
-    for (auto& sh : shared) out.push_back(wait(*sh));
+    for (size_t i = 0; i < prompts.size(); ++i)
+      if (shared[i]) out[i] = wait(*shared[i]);
     if (metrics) {
       *metrics = BatchMetrics{};
       metrics->requests = static_cast<int>(out.size());
@@ -350,32 +372,32 @@ class EngineImpl final : public Engine {
     validate(opts.sampling);
     if (opts.top_logprobs < 0 || opts.top_logprobs > 20)
       fail_arg("top_logprobs must be in [0, 20]");
-    std::vector<std::shared_ptr<RequestShared>> shared;
+    std::vector<ClassifyResult> out(prompts.size());
+    std::vector<std::shared_ptr<RequestShared>> shared(prompts.size());
     std::vector<RequestSpec> specs;
-    for (const auto& p : prompts) {
-      RequestSpec spec;
-      spec.kind = RequestKind::classify;
-      spec.cls = opts;
-      spec.shared = std::make_shared<RequestShared>();
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      std::vector<int32_t> ids;
       try {
-        spec.prompt = prompt_ids(p, opts.add_special_tokens);
+        ids = prompt_ids(prompts[i], opts.add_special_tokens);
       } catch (const Error& e) {
-        spec.error = e.what();
+        out[i].error = e.what();
+        continue;
       }
-      shared.push_back(spec.shared);
-      specs.push_back(std::move(spec));
+      shared[i] = std::make_shared<RequestShared>();
+      specs.push_back(classify_request(std::move(ids), opts, token_text_fn(), shared[i]));
     }
     sched_->submit(std::move(specs));
-    std::vector<ClassifyResult> out;
-    for (auto& sh : shared) {
-      wait(*sh);
-      std::lock_guard<std::mutex> lk(sh->mu);
-      ClassifyResult c = std::move(sh->classify);
-      if (c.error.empty() && sh->result.finish_reason == FinishReason::error)
-        c.error = sh->result.error;
-      if (c.error.empty() && sh->result.finish_reason == FinishReason::cancelled)
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      if (!shared[i]) continue;
+      RequestShared& sh = *shared[i];
+      wait(sh);
+      std::lock_guard<std::mutex> lk(sh.mu);
+      ClassifyResult c = std::move(sh.classify);
+      if (c.error.empty() && sh.result.finish_reason == FinishReason::error)
+        c.error = sh.result.error;
+      if (c.error.empty() && sh.result.finish_reason == FinishReason::cancelled)
         c.error = "cancelled";
-      out.push_back(std::move(c));
+      out[i] = std::move(c);
     }
     if (metrics) {
       *metrics = BatchMetrics{};
@@ -388,9 +410,15 @@ class EngineImpl final : public Engine {
 
   std::unique_ptr<RequestStream> submit(const Prompt& prompt,
                                         const GenerateOptions& opts) override {
-    RequestSpec spec = make_spec(prompt, opts, {}, CancelToken());
-    spec.shared->stream = true;
-    auto sh = spec.shared;
+    std::string error;
+    RequestSpec spec = make_spec(prompt, opts, {}, CancelToken(), error);
+    auto sh = error.empty() ? spec.shared : std::make_shared<RequestShared>();
+    sh->stream = true;
+    if (!error.empty()) {  // the stream's one event is the result
+      sh->result = error_result(error);
+      publish_result(*sh, "");
+      return std::make_unique<StreamImpl>(sh);
+    }
     sched_->submit(std::move(spec));
     return std::make_unique<StreamImpl>(sh);
   }
@@ -457,6 +485,11 @@ class EngineImpl final : public Engine {
   std::string token_text(int32_t id) const {
     std::vector<int32_t> one{id};
     return tokenizer_->decode(one, false);
+  }
+  // Token text for logprobs; empty without a tokenizer.
+  TokenTextFn token_text_fn() const {
+    if (!tokenizer_) return {};
+    return [this](int32_t id) { return token_text(id); };
   }
 
   void finish_batch_metrics(BatchMetrics& m, std::chrono::steady_clock::time_point t0) const {
