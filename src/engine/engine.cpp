@@ -14,6 +14,7 @@
 #include "core/check.h"
 #include "engine/batch_builder.h"
 #include "engine/classify_output.h"
+#include "engine/engine_policy.h"
 #include "engine/kv_pool.h"
 #include "engine/output_processor.h"
 #include "engine/scheduler.h"
@@ -110,103 +111,18 @@ class EngineImpl final : public Engine {
  public:
   explicit EngineImpl(const EngineOptions& o) : opts_(o) {
     if (o.model_dir.empty()) fail_arg("no model directory given");
-    if (o.device == "cpu") {
-      backend_ = make_cpu_backend();
-    } else if (o.device == "cuda") {
-      backend_ = make_cuda_backend();
-      if (!backend_)
-        fail_arg("device cuda: no CUDA device is available (or tessera was built without CUDA)");
-    } else if (o.device == "auto" || o.device.empty()) {
-      backend_ = make_cuda_backend();
-      if (!backend_) backend_ = make_cpu_backend();
-    } else {
-      fail_arg("unknown device '" + o.device + "' (expected auto, cpu or cuda)");
-    }
+    backend_ = engine_backend(o.device);
     const bool gpu = backend_->device() == Device::cuda;
-    MemoryTracker& tracker = memory_tracker(backend_->device());
-    if (o.memory_limit) tracker.set_limit(o.memory_limit);
-
-    dir_ = std::make_unique<ModelDir>(o.model_dir);
-    LoadOptions lo;
-    lo.dtype = o.dtype;
-    if (o.progress) lo.progress = progress_printer();
-    model_ = load_model(*dir_, *backend_, lo);
-    if (o.progress) std::fprintf(stderr, "\n");
-    const ModelInfo& in = model_->info();
-
-    if (fs::exists(fs::path(o.model_dir) / "tokenizer.json"))
-      tokenizer_ = Tokenizer::load(o.model_dir);
-    const std::string tmpl = find_chat_template_source(o.model_dir);
-    if (!tmpl.empty()) chat_template_ = std::make_unique<ChatTemplate>(tmpl);
-    if (chat_template_) template_context_ = chat_template_special_tokens(o.model_dir);
-
-    // The EOS set: the model's (generation_config.json), the tokenizer's, and the chat
-    // end-of-turn tokens of the families tessera knows.
-    for (int id : in.eos_token_ids) eos_.push_back(id);
-    if (tokenizer_) {
-      if (auto e = tokenizer_->eos_id()) eos_.push_back(*e);
-      for (const char* t :
-           {"<end_of_turn>", "<|eot_id|>", "<|im_end|>", "<|end_of_text|>", "<|endoftext|>"})
-        if (auto id = tokenizer_->token_to_id(t)) eos_.push_back(*id);
-    }
-    std::sort(eos_.begin(), eos_.end());
-    eos_.erase(std::unique(eos_.begin(), eos_.end()), eos_.end());
-    std::erase_if(eos_, [&](int32_t id) { return id < 0 || id >= in.vocab_size; });
-
-    // Sizes: context, batch, KV pool.
-    context_ = o.context_length > 0 ? o.context_length
-                                    : std::min(in.max_position_embeddings, gpu ? 32768 : 8192);
-    if (context_ > in.max_position_embeddings)
-      fail_arg("context length " + std::to_string(context_) +
-               " exceeds the model's max_position_embeddings (" +
-               std::to_string(in.max_position_embeddings) + ")");
+    if (o.memory_limit) memory_tracker(backend_->device()).set_limit(o.memory_limit);
+    load_files(o);
+    eos_ = find_eos_set();
+    context_ = context_length_for(o.context_length, info().max_position_embeddings, gpu);
     SchedulerOptions so;
-    so.max_batch_tokens = o.max_batch_tokens > 0 ? o.max_batch_tokens : (gpu ? 8192 : 512);
-    so.max_seqs = o.max_seqs > 0 ? o.max_seqs : (gpu ? 256 : 16);
+    so.max_batch_tokens = max_batch_tokens_for(o.max_batch_tokens, gpu);
+    so.max_seqs = max_seqs_for(o.max_seqs, gpu);
     so.context_length = context_;
     so.prefix_cache = o.prefix_cache;
-    if (so.max_batch_tokens < 1) fail_arg("max_batch_tokens must be positive");
-    KvPoolOptions po;
-    po.block_size = 16;
-    po.max_seqs = so.max_seqs;
-    po.max_step_tokens = so.max_batch_tokens;
-    po.max_context = context_;
-    const size_t scratch = model_->scratch_bytes(so.max_batch_tokens, so.max_seqs);
-    size_t kv = o.kv_memory;
-    if (kv == 0) {
-      kv = KvPool::bytes_for(model_->kv_spec(), po);
-      const size_t cap = gpu ? (size_t{24} << 30) : (size_t{1} << 30);
-      kv = std::min(kv, cap);
-      // On a GPU also what it still has after the weights: nine tenths of it (the rest for the
-      // workspaces, graphs and sampler buffers that come later) less the activations, so that
-      // the defaults start on a 16 GB card or a MIG slice instead of failing to allocate 24 GiB.
-      if (const size_t free = backend_->device_free_bytes()) {
-        const size_t usable = free / 10 * 9;
-        if (usable <= scratch)
-          fail(ErrorKind::out_of_memory,
-               "the GPU has " + format_bytes(free) + " free after loading the weights (" +
-                   format_bytes(tracker.active()) + "), not enough for the activations (" +
-                   format_bytes(scratch) +
-                   ") and a KV cache; lower --batch-tokens / --max-seqs or free GPU memory");
-        kv = std::min(kv, usable - scratch);
-      }
-      if (o.memory_limit) {
-        const size_t used = tracker.active() + scratch;
-        if (used >= o.memory_limit)
-          fail(ErrorKind::out_of_memory, "memory limit " + format_bytes(o.memory_limit) +
-                                             " is too small: weights take " +
-                                             format_bytes(tracker.active()) +
-                                             " and activations need " + format_bytes(scratch));
-        kv = std::min(kv, (o.memory_limit - used) * 9 / 10);
-      }
-    }
-    po.budget_bytes = kv;
-    pool_ = std::make_unique<KvPool>(*backend_, model_->kv_spec(), po);
-    if (o.memory_limit && tracker.active() + scratch > o.memory_limit)
-      fail(ErrorKind::out_of_memory,
-           "memory limit " + format_bytes(o.memory_limit) + " cannot hold the weights (" +
-               format_bytes(in.weight_bytes) + "), the KV pool (" + format_bytes(pool_->bytes()) +
-               ") and activations (" + format_bytes(scratch) + ")");
+    make_pool(o, so, gpu);
     sched_ = std::make_unique<Scheduler>(*model_, *pool_, so);
     if (o.warmup && gpu) warm_up();
   }
@@ -438,6 +354,70 @@ class EngineImpl final : public Engine {
   EngineStats stats() const override { return sched_->stats(); }
 
  private:
+  // The compute device: `device` is auto (CUDA when available), cpu or cuda.
+  static std::unique_ptr<ComputeBackend> engine_backend(const std::string& device) {
+    if (device == "cpu") return make_cpu_backend();
+    if (device == "cuda") {
+      auto b = make_cuda_backend();
+      if (!b)
+        fail_arg("device cuda: no CUDA device is available (or tessera was built without CUDA)");
+      return b;
+    }
+    if (device == "auto" || device.empty()) {
+      if (auto b = make_cuda_backend()) return b;
+      return make_cpu_backend();
+    }
+    fail_arg("unknown device '" + device + "' (expected auto, cpu or cuda)");
+  }
+
+  // The weights, and the tokenizer and chat template when the directory has them.
+  void load_files(const EngineOptions& o) {
+    dir_ = std::make_unique<ModelDir>(o.model_dir);
+    LoadOptions lo;
+    lo.dtype = o.dtype;
+    if (o.progress) lo.progress = progress_printer();
+    model_ = load_model(*dir_, *backend_, lo);
+    if (o.progress) std::fprintf(stderr, "\n");
+    if (fs::exists(fs::path(o.model_dir) / "tokenizer.json"))
+      tokenizer_ = Tokenizer::load(o.model_dir);
+    const std::string tmpl = find_chat_template_source(o.model_dir);
+    if (!tmpl.empty()) chat_template_ = std::make_unique<ChatTemplate>(tmpl);
+    if (chat_template_) template_context_ = chat_template_special_tokens(o.model_dir);
+  }
+
+  std::vector<int32_t> find_eos_set() const {
+    std::optional<int32_t> tokenizer_eos;
+    std::vector<int32_t> end_of_turn;
+    if (tokenizer_) {
+      tokenizer_eos = tokenizer_->eos_id();
+      for (const char* t : end_of_turn_tokens())
+        if (auto id = tokenizer_->token_to_id(t)) end_of_turn.push_back(*id);
+    }
+    return eos_set(info().eos_token_ids, tokenizer_eos, end_of_turn, info().vocab_size);
+  }
+
+  // The KV pool, sized by the sizing policy (engine_policy.h) within the memory limit.
+  void make_pool(const EngineOptions& o, const SchedulerOptions& so, bool gpu) {
+    const MemoryTracker& tracker = memory_tracker(backend_->device());
+    KvPoolOptions po;
+    po.block_size = 16;
+    po.max_seqs = so.max_seqs;
+    po.max_step_tokens = so.max_batch_tokens;
+    po.max_context = context_;
+    KvSizing k;
+    k.requested = o.kv_memory;
+    k.full = KvPool::bytes_for(model_->kv_spec(), po);
+    k.gpu = gpu;
+    k.activations = model_->scratch_bytes(so.max_batch_tokens, so.max_seqs);
+    k.in_use = tracker.active();
+    k.memory_limit = o.memory_limit;
+    k.device_free = backend_->device_free_bytes();
+    po.budget_bytes = kv_pool_bytes(k);
+    pool_ = std::make_unique<KvPool>(*backend_, model_->kv_spec(), po);
+    check_memory_limit(o.memory_limit, tracker.active(), k.activations, info().weight_bytes,
+                       pool_->bytes());
+  }
+
   // One greedy request of 8 prompt tokens and 4 new ones, so that the first real request does
   // not pay for what a GPU does once: loading the kernels' modules, cuBLASLt's plans, the
   // sampler's buffers and the decode graph of one sequence (eager, captured, replayed). The
