@@ -13,7 +13,10 @@
 #include "chat/chat_template.h"
 #include "core/check.h"
 #include "engine/batch_builder.h"
+#include "engine/classify_output.h"
+#include "engine/engine_policy.h"
 #include "engine/kv_pool.h"
+#include "engine/output_processor.h"
 #include "engine/scheduler.h"
 #include "engine/select_backend.h"
 #include "io/model_dir.h"
@@ -111,91 +114,16 @@ class EngineImpl final : public Engine {
     if (o.model_dir.empty()) fail_arg("no model directory given");
     backend_ = select_backend(o.device);
     const bool gpu = backend_->device() == Device::cuda;
-    MemoryTracker& tracker = memory_tracker(backend_->device());
-    if (o.memory_limit) tracker.set_limit(o.memory_limit);
-
-    dir_ = std::make_unique<ModelDir>(o.model_dir);
-    LoadOptions lo;
-    lo.dtype = o.dtype;
-    if (o.progress) lo.progress = progress_printer();
-    model_ = load_model(*dir_, *backend_, lo);
-    if (o.progress) std::fprintf(stderr, "\n");
-    const ModelInfo& in = model_->info();
-
-    if (fs::exists(fs::path(o.model_dir) / "tokenizer.json"))
-      tokenizer_ = Tokenizer::load(o.model_dir);
-    const std::string tmpl = find_chat_template_source(o.model_dir);
-    if (!tmpl.empty()) chat_template_ = std::make_unique<ChatTemplate>(tmpl);
-    if (chat_template_) template_context_ = chat_template_special_tokens(o.model_dir);
-
-    // The EOS set: the model's (generation_config.json), the tokenizer's, and the chat
-    // end-of-turn tokens of the families tessera knows.
-    for (int id : in.eos_token_ids) eos_.push_back(id);
-    if (tokenizer_) {
-      if (auto e = tokenizer_->eos_id()) eos_.push_back(*e);
-      for (const char* t :
-           {"<end_of_turn>", "<|eot_id|>", "<|im_end|>", "<|end_of_text|>", "<|endoftext|>"})
-        if (auto id = tokenizer_->token_to_id(t)) eos_.push_back(*id);
-    }
-    std::sort(eos_.begin(), eos_.end());
-    eos_.erase(std::unique(eos_.begin(), eos_.end()), eos_.end());
-    std::erase_if(eos_, [&](int32_t id) { return id < 0 || id >= in.vocab_size; });
-
-    // Sizes: context, batch, KV pool.
-    context_ = o.context_length > 0 ? o.context_length
-                                    : std::min(in.max_position_embeddings, gpu ? 32768 : 8192);
-    if (context_ > in.max_position_embeddings)
-      fail_arg("context length " + std::to_string(context_) +
-               " exceeds the model's max_position_embeddings (" +
-               std::to_string(in.max_position_embeddings) + ")");
+    if (o.memory_limit) memory_tracker(backend_->device()).set_limit(o.memory_limit);
+    load_files(o);
+    eos_ = find_eos_set();
+    context_ = context_length_for(o.context_length, info().max_position_embeddings, gpu);
     SchedulerOptions so;
-    so.max_batch_tokens = o.max_batch_tokens > 0 ? o.max_batch_tokens : (gpu ? 8192 : 512);
-    so.max_seqs = o.max_seqs > 0 ? o.max_seqs : (gpu ? 256 : 16);
+    so.max_batch_tokens = max_batch_tokens_for(o.max_batch_tokens, gpu);
+    so.max_seqs = max_seqs_for(o.max_seqs, gpu);
     so.context_length = context_;
     so.prefix_cache = o.prefix_cache;
-    if (tokenizer_) so.token_text = [this](int32_t id) { return token_text(id); };
-    if (so.max_batch_tokens < 1) fail_arg("max_batch_tokens must be positive");
-    KvPoolOptions po;
-    po.block_size = 16;
-    po.max_seqs = so.max_seqs;
-    po.max_step_tokens = so.max_batch_tokens;
-    po.max_context = context_;
-    const size_t scratch = model_->scratch_bytes(so.max_batch_tokens, so.max_seqs);
-    size_t kv = o.kv_memory;
-    if (kv == 0) {
-      kv = KvPool::bytes_for(model_->kv_spec(), po);
-      const size_t cap = gpu ? (size_t{24} << 30) : (size_t{1} << 30);
-      kv = std::min(kv, cap);
-      // On a GPU also what it still has after the weights: nine tenths of it (the rest for the
-      // workspaces, graphs and sampler buffers that come later) less the activations, so that
-      // the defaults start on a 16 GB card or a MIG slice instead of failing to allocate 24 GiB.
-      if (const size_t free = backend_->device_free_bytes()) {
-        const size_t usable = free / 10 * 9;
-        if (usable <= scratch)
-          fail(ErrorKind::out_of_memory,
-               "the GPU has " + format_bytes(free) + " free after loading the weights (" +
-                   format_bytes(tracker.active()) + "), not enough for the activations (" +
-                   format_bytes(scratch) +
-                   ") and a KV cache; lower --batch-tokens / --max-seqs or free GPU memory");
-        kv = std::min(kv, usable - scratch);
-      }
-      if (o.memory_limit) {
-        const size_t used = tracker.active() + scratch;
-        if (used >= o.memory_limit)
-          fail(ErrorKind::out_of_memory, "memory limit " + format_bytes(o.memory_limit) +
-                                             " is too small: weights take " +
-                                             format_bytes(tracker.active()) +
-                                             " and activations need " + format_bytes(scratch));
-        kv = std::min(kv, (o.memory_limit - used) * 9 / 10);
-      }
-    }
-    po.budget_bytes = kv;
-    pool_ = std::make_unique<KvPool>(*backend_, model_->kv_spec(), po);
-    if (o.memory_limit && tracker.active() + scratch > o.memory_limit)
-      fail(ErrorKind::out_of_memory,
-           "memory limit " + format_bytes(o.memory_limit) + " cannot hold the weights (" +
-               format_bytes(in.weight_bytes) + "), the KV pool (" + format_bytes(pool_->bytes()) +
-               ") and activations (" + format_bytes(scratch) + ")");
+    make_pool(o, so, gpu);
     sched_ = std::make_unique<Scheduler>(*model_, *pool_, so);
     if (o.warmup && gpu) warm_up();
   }
@@ -246,26 +174,38 @@ class EngineImpl final : public Engine {
     return ids;
   }
 
-  // Builds a request; errors in the request's own input become its error result.
+  // Builds a request, or sets `error` when its own input makes it fail.
   RequestSpec make_spec(const Prompt& p, const GenerateOptions& g, TokenCallback cb,
-                        const CancelToken& cancel) {
-    RequestSpec spec;
-    spec.shared = std::make_shared<RequestShared>();
-    spec.shared->cancel = cancel;
-    spec.gen = g;
-    spec.on_token = std::move(cb);
+                        const CancelToken& cancel, std::string& error) {
+    std::vector<int32_t> ids;
     try {
       validate(g);
-      spec.prompt = prompt_ids(p, g.add_special_tokens);
+      ids = prompt_ids(p, g.add_special_tokens);
     } catch (const Error& e) {
-      spec.error = e.what();
+      error = e.what();
+      return {};
     }
-    if (!g.ignore_eos) spec.stop_ids = eos_;
+    std::vector<int32_t> stop_ids;
+    if (!g.ignore_eos) stop_ids = eos_;
     for (int32_t id : g.stop_token_ids)
-      if (std::find(spec.stop_ids.begin(), spec.stop_ids.end(), id) == spec.stop_ids.end())
-        spec.stop_ids.push_back(id);
-    if (tokenizer_) spec.text = std::make_unique<DetokenizerStream>(*tokenizer_);
-    return spec;
+      if (std::find(stop_ids.begin(), stop_ids.end(), id) == stop_ids.end()) stop_ids.push_back(id);
+    auto shared = std::make_shared<RequestShared>();
+    shared->cancel = cancel;
+    return generate_request(std::move(ids), g, std::move(stop_ids),
+                            tokenizer_ ? std::make_unique<DetokenizerStream>(*tokenizer_) : nullptr,
+                            std::move(cb), token_text_fn(), std::move(shared));
+  }
+
+  // A request that fails on its own input, without reaching the scheduler.
+  GenerateResult error_result(const std::string& error) const {
+    GenerateResult r;
+    r.finish_reason = FinishReason::error;
+    r.error = error;
+    const MemoryTracker& t = memory_tracker(backend_->device());
+    r.metrics.peak_memory_bytes = t.peak();
+    r.metrics.active_memory_bytes = t.active();
+    r.metrics.device = backend_->name();
+    return r;
   }
 
   static GenerateResult wait(RequestShared& sh) {
@@ -276,7 +216,9 @@ class EngineImpl final : public Engine {
 
   GenerateResult generate(const Prompt& prompt, const GenerateOptions& opts,
                           const TokenCallback& on_token, const CancelToken& cancel) override {
-    RequestSpec spec = make_spec(prompt, opts, on_token, cancel);
+    std::string error;
+    RequestSpec spec = make_spec(prompt, opts, on_token, cancel, error);
+    if (!error.empty()) return error_result(error);
     auto sh = spec.shared;
     sched_->submit(std::move(spec));
     return wait(*sh);
@@ -312,15 +254,22 @@ class EngineImpl final : public Engine {
                                              const GenerateOptions& opts, const CancelToken& cancel,
                                              BatchMetrics* metrics) override {
     const auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::shared_ptr<RequestShared>> shared;
+    std::vector<GenerateResult> out(prompts.size());
+    std::vector<std::shared_ptr<RequestShared>> shared(prompts.size());
     std::vector<RequestSpec> specs;
-    for (const auto& p : prompts) {
-      specs.push_back(make_spec(p, opts, {}, cancel));
-      shared.push_back(specs.back().shared);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      std::string error;
+      RequestSpec spec = make_spec(prompts[i], opts, {}, cancel, error);
+      if (!error.empty()) {
+        out[i] = error_result(error);
+        continue;
+      }
+      shared[i] = spec.shared;
+      specs.push_back(std::move(spec));
     }
     sched_->submit(std::move(specs));
-    std::vector<GenerateResult> out;
-    for (auto& sh : shared) out.push_back(wait(*sh));
+    for (size_t i = 0; i < prompts.size(); ++i)
+      if (shared[i]) out[i] = wait(*shared[i]);
     if (metrics) {
       *metrics = BatchMetrics{};
       metrics->requests = static_cast<int>(out.size());
@@ -340,32 +289,32 @@ class EngineImpl final : public Engine {
     validate(opts.sampling);
     if (opts.top_logprobs < 0 || opts.top_logprobs > 20)
       fail_arg("top_logprobs must be in [0, 20]");
-    std::vector<std::shared_ptr<RequestShared>> shared;
+    std::vector<ClassifyResult> out(prompts.size());
+    std::vector<std::shared_ptr<RequestShared>> shared(prompts.size());
     std::vector<RequestSpec> specs;
-    for (const auto& p : prompts) {
-      RequestSpec spec;
-      spec.kind = RequestKind::classify;
-      spec.cls = opts;
-      spec.shared = std::make_shared<RequestShared>();
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      std::vector<int32_t> ids;
       try {
-        spec.prompt = prompt_ids(p, opts.add_special_tokens);
+        ids = prompt_ids(prompts[i], opts.add_special_tokens);
       } catch (const Error& e) {
-        spec.error = e.what();
+        out[i].error = e.what();
+        continue;
       }
-      shared.push_back(spec.shared);
-      specs.push_back(std::move(spec));
+      shared[i] = std::make_shared<RequestShared>();
+      specs.push_back(classify_request(std::move(ids), opts, token_text_fn(), shared[i]));
     }
     sched_->submit(std::move(specs));
-    std::vector<ClassifyResult> out;
-    for (auto& sh : shared) {
-      wait(*sh);
-      std::lock_guard<std::mutex> lk(sh->mu);
-      ClassifyResult c = std::move(sh->classify);
-      if (c.error.empty() && sh->result.finish_reason == FinishReason::error)
-        c.error = sh->result.error;
-      if (c.error.empty() && sh->result.finish_reason == FinishReason::cancelled)
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      if (!shared[i]) continue;
+      RequestShared& sh = *shared[i];
+      wait(sh);
+      std::lock_guard<std::mutex> lk(sh.mu);
+      ClassifyResult c = std::move(sh.classify);
+      if (c.error.empty() && sh.result.finish_reason == FinishReason::error)
+        c.error = sh.result.error;
+      if (c.error.empty() && sh.result.finish_reason == FinishReason::cancelled)
         c.error = "cancelled";
-      out.push_back(std::move(c));
+      out[i] = std::move(c);
     }
     if (metrics) {
       *metrics = BatchMetrics{};
@@ -378,9 +327,15 @@ class EngineImpl final : public Engine {
 
   std::unique_ptr<RequestStream> submit(const Prompt& prompt,
                                         const GenerateOptions& opts) override {
-    RequestSpec spec = make_spec(prompt, opts, {}, CancelToken());
-    spec.shared->stream = true;
-    auto sh = spec.shared;
+    std::string error;
+    RequestSpec spec = make_spec(prompt, opts, {}, CancelToken(), error);
+    auto sh = error.empty() ? spec.shared : std::make_shared<RequestShared>();
+    sh->stream = true;
+    if (!error.empty()) {  // the stream's one event is the result
+      sh->result = error_result(error);
+      publish_result(*sh, "");
+      return std::make_unique<StreamImpl>(sh);
+    }
     sched_->submit(std::move(spec));
     return std::make_unique<StreamImpl>(sh);
   }
@@ -400,6 +355,54 @@ class EngineImpl final : public Engine {
   EngineStats stats() const override { return sched_->stats(); }
 
  private:
+  // The weights, and the tokenizer and chat template when the directory has them.
+  void load_files(const EngineOptions& o) {
+    dir_ = std::make_unique<ModelDir>(o.model_dir);
+    LoadOptions lo;
+    lo.dtype = o.dtype;
+    if (o.progress) lo.progress = progress_printer();
+    model_ = load_model(*dir_, *backend_, lo);
+    if (o.progress) std::fprintf(stderr, "\n");
+    if (fs::exists(fs::path(o.model_dir) / "tokenizer.json"))
+      tokenizer_ = Tokenizer::load(o.model_dir);
+    const std::string tmpl = find_chat_template_source(o.model_dir);
+    if (!tmpl.empty()) chat_template_ = std::make_unique<ChatTemplate>(tmpl);
+    if (chat_template_) template_context_ = chat_template_special_tokens(o.model_dir);
+  }
+
+  std::vector<int32_t> find_eos_set() const {
+    std::optional<int32_t> tokenizer_eos;
+    std::vector<int32_t> end_of_turn;
+    if (tokenizer_) {
+      tokenizer_eos = tokenizer_->eos_id();
+      for (const char* t : end_of_turn_tokens())
+        if (auto id = tokenizer_->token_to_id(t)) end_of_turn.push_back(*id);
+    }
+    return eos_set(info().eos_token_ids, tokenizer_eos, end_of_turn, info().vocab_size);
+  }
+
+  // The KV pool, sized by the sizing policy (engine_policy.h) within the memory limit.
+  void make_pool(const EngineOptions& o, const SchedulerOptions& so, bool gpu) {
+    const MemoryTracker& tracker = memory_tracker(backend_->device());
+    KvPoolOptions po;
+    po.block_size = 16;
+    po.max_seqs = so.max_seqs;
+    po.max_step_tokens = so.max_batch_tokens;
+    po.max_context = context_;
+    KvSizing k;
+    k.requested = o.kv_memory;
+    k.full = KvPool::bytes_for(model_->kv_spec(), po);
+    k.gpu = gpu;
+    k.activations = model_->scratch_bytes(so.max_batch_tokens, so.max_seqs);
+    k.in_use = tracker.active();
+    k.memory_limit = o.memory_limit;
+    k.device_free = backend_->device_free_bytes();
+    po.budget_bytes = kv_pool_bytes(k);
+    pool_ = std::make_unique<KvPool>(*backend_, model_->kv_spec(), po);
+    check_memory_limit(o.memory_limit, tracker.active(), k.activations, info().weight_bytes,
+                       pool_->bytes());
+  }
+
   // One greedy request of 8 prompt tokens and 4 new ones, so that the first real request does
   // not pay for what a GPU does once: loading the kernels' modules, cuBLASLt's plans, the
   // sampler's buffers and the decode graph of one sequence (eager, captured, replayed). The
@@ -447,6 +450,11 @@ class EngineImpl final : public Engine {
   std::string token_text(int32_t id) const {
     std::vector<int32_t> one{id};
     return tokenizer_->decode(one, false);
+  }
+  // Token text for logprobs; empty without a tokenizer.
+  TokenTextFn token_text_fn() const {
+    if (!tokenizer_) return {};
+    return [this](int32_t id) { return token_text(id); };
   }
 
   void finish_batch_metrics(BatchMetrics& m, std::chrono::steady_clock::time_point t0) const {

@@ -21,6 +21,12 @@
 // recomputation (vLLM's policy): its blocks are released and it goes back to the head of the
 // queue with prompt + generated tokens as its new prompt; its output so far is kept and
 // generation resumes where it stopped. No other request's state is touched.
+//
+// The units: the step planner decides who runs (step_planner.h); batch_builder.h lays the chunks
+// out as one ragged batch; sample_packing.h turns each sampled row's options and history into
+// sampler parameters; what a sampled id becomes is the request's RequestOutput (request.h): the
+// generation's output processing (output_processor.h) or classify's (classify_output.h). This
+// file wires them: plan -> batch -> forward -> collect the previous sample -> sample.
 #pragma once
 
 #include <condition_variable>
@@ -32,53 +38,20 @@
 #include <thread>
 #include <vector>
 
+#include "engine/batch_builder.h"
 #include "engine/kv_pool.h"
+#include "engine/request.h"
+#include "engine/step_planner.h"
 #include "models/model.h"
 #include "tessera/engine.h"
 
 namespace tessera {
-
-// Streams text for generated ids (the incremental detokenizer, or a test double).
-class TextStream {
- public:
-  virtual ~TextStream() = default;
-  virtual std::string push(int32_t id) = 0;
-  virtual std::string flush() = 0;
-};
-
-enum class RequestKind { generate, classify };
-
-// The state a caller and the scheduler share.
-struct RequestShared {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool stream = false;  // queue events for RequestStream::next
-  std::deque<RequestStream::Event> events;
-  bool done = false;
-  GenerateResult result;
-  ClassifyResult classify;
-  CancelToken cancel;
-};
-
-struct RequestSpec {
-  RequestKind kind = RequestKind::generate;
-  std::vector<int32_t> prompt;
-  GenerateOptions gen;
-  ClassifyOptions cls;
-  std::vector<int32_t> stop_ids;     // EOS set + the request's stop_token_ids (empty if ignore_eos)
-  std::unique_ptr<TextStream> text;  // may be null (no tokenizer): text stays empty
-  TokenCallback on_token;
-  std::shared_ptr<RequestShared> shared;
-  std::string error;  // set by the submitter: the request fails with it at once
-};
 
 struct SchedulerOptions {
   int max_batch_tokens = 512;
   int max_seqs = 64;
   int context_length = 4096;
   bool prefix_cache = true;
-  // Token text for logprobs (the tokenizer's piece); may be empty.
-  std::function<std::string(int32_t)> token_text;
 };
 
 class Scheduler {
@@ -97,8 +70,19 @@ class Scheduler {
 
  private:
   struct Sequence;
+  class PlanView;
+  struct Chunk {
+    Sequence* seq;
+    int tokens;
+    int sampled_row;
+  };
   void loop();
   bool step();  // false when there was nothing to do
+  void drop_cancelled();
+  PlanSeq plan_seq(const Sequence& s, int id) const;
+  void apply(const StepPlan& plan, const PlanView& view);
+  void run_batch();  // one forward over batch_, its sample issued
+  void sample(const ForwardOutput& fo);
   void admit_new();
   void finish(Sequence& s, FinishReason why, const std::string& error = "");
   void preempt(Sequence& s);
@@ -125,6 +109,15 @@ class Scheduler {
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // admission order
   int64_t admitted_counter_ = 0;
+  StepPlanner planner_;
+  PlannerState plan_state_;
+  // This step's sequences and their new tokens, and scratch kept between steps so that a step
+  // allocates no more than its HostBatch.
+  std::vector<Chunk> batch_;
+  std::vector<Sequence*> moved_;
+  std::vector<BatchEntry> entries_;
+  std::vector<Sequence*> sampled_;  // per sampler row; null: a finished sequence's row
+  SampleBatch sb_;
   // The sample issued by the last step and not yet waited for: its rows' sequences.
   struct Outstanding {
     Sequence* seq;
@@ -133,6 +126,8 @@ class Scheduler {
   };
   bool sample_pending_ = false;
   std::vector<Outstanding> outstanding_;
+  std::vector<Outstanding> collecting_;  // collect()'s
+  SampleOutput sample_out_;
   std::vector<std::unique_ptr<Sequence>> retired_;  // dropped while sample_pending_
 
   // Published for stats().

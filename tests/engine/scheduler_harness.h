@@ -7,7 +7,9 @@
 
 #include "../models/fixtures.h"
 #include "backend/backend.h"
+#include "engine/classify_output.h"
 #include "engine/kv_pool.h"
+#include "engine/output_processor.h"
 #include "engine/scheduler.h"
 #include "models/model.h"
 
@@ -49,27 +51,16 @@ struct Harness {
 
   std::shared_ptr<RequestShared> submit(const std::vector<int32_t>& prompt, GenerateOptions g,
                                         TokenCallback cb = {}, CancelToken cancel = {}) {
-    RequestSpec spec;
-    spec.prompt = prompt;
-    spec.gen = g;
-    spec.stop_ids = eos;
-    spec.on_token = std::move(cb);
-    spec.shared = std::make_shared<RequestShared>();
-    spec.shared->cancel = cancel;
-    auto sh = spec.shared;
-    sched->submit(std::move(spec));
+    auto sh = std::make_shared<RequestShared>();
+    sh->cancel = cancel;
+    sched->submit(generate_request(prompt, g, eos, nullptr, std::move(cb), {}, sh));
     return sh;
   }
 
   std::shared_ptr<RequestShared> submit_classify(const std::vector<int32_t>& prompt,
                                                  ClassifyOptions c) {
-    RequestSpec spec;
-    spec.kind = RequestKind::classify;
-    spec.prompt = prompt;
-    spec.cls = c;
-    spec.shared = std::make_shared<RequestShared>();
-    auto sh = spec.shared;
-    sched->submit(std::move(spec));
+    auto sh = std::make_shared<RequestShared>();
+    sched->submit(classify_request(prompt, c, {}, sh));
     return sh;
   }
 
