@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "models/decoder_config.h"
 #include "models/model.h"
+#include "models/weight_loader.h"
 
 namespace tessera {
 
@@ -39,8 +41,6 @@ struct DecoderLayer {
   int kv_group = 0;
 };
 
-class WeightLoader;
-
 class DecoderModel : public Model {
  public:
   ForwardOutput forward(const HostBatch& b, std::span<const KvLayerView> kv) override;
@@ -67,61 +67,5 @@ class DecoderModel : public Model {
   DeviceArray final_norm_;
   std::vector<DecoderLayer> layers_;
 };
-
-// Loads weights by canonical name with the shape the config implies, and names the tensor and
-// the config key when they disagree.
-class WeightLoader {
- public:
-  WeightLoader(ModelDir& dir, ComputeBackend& backend, DType weight_dtype,
-               std::function<void(size_t, size_t)> progress = {})
-      : dir_(dir),
-        backend_(backend),
-        dtype_(weight_dtype),
-        progress_(std::move(progress)),
-        total_(dir.total_bytes()) {}
-
-  // Stacks the named [rows_i, cols] matrices (e.g. q, k, v) into one weight.
-  std::unique_ptr<Weight> matrix(const std::vector<std::string>& names,
-                                 const std::vector<int64_t>& rows, int64_t cols);
-  // A [n] vector as f32, plus `add` (Gemma folds its (1 + w) here).
-  DeviceArray vector(const std::string& name, int64_t n, float add = 0.0f);
-  // Several [n_i] vectors concatenated (q, k, v biases).
-  DeviceArray vectors(const std::vector<std::string>& names, const std::vector<int64_t>& n);
-  bool has(const std::string& name) const { return dir_.has(name); }
-
-  int64_t parameters() const { return params_; }
-
- private:
-  const TensorInfo& take_checked(const std::string& name, const std::vector<int64_t>& shape);
-  ModelDir& dir_;
-  ComputeBackend& backend_;
-  DType dtype_;
-  std::function<void(size_t, size_t)> progress_;
-  size_t total_ = 0, done_ = 0;
-  int64_t params_ = 0;
-};
-
-// config.json keys every decoder shares, with the architecture's defaults for absent ones.
-struct ConfigDefaults {
-  int num_kv_heads = 0;  // 0: num_attention_heads
-  int head_dim = 0;      // 0: hidden_size / num_attention_heads
-  int vocab_size = 0;    // 0: required
-  int max_position_embeddings = 4096;
-  bool tie_word_embeddings = false;
-  int bos_token_id = -1, pad_token_id = -1;
-};
-// Fills in's dimensions, special ids and EOS list; names the key at fault when a value is
-// missing, not positive, or inconsistent (kv heads not dividing heads, odd head_dim).
-void read_common_config(const ConfigReader& c, const ModelDir& dir, const ConfigDefaults& d,
-                        ModelInfo& in);
-// layer_types as listed (validated: one "sliding_attention" / "full_attention" per layer), or
-// empty when the config has none.
-std::vector<std::string> read_layer_types(const ConfigReader& c, int num_layers);
-
-// The weight dtype for a load: "auto" keeps the checkpoint's (f16 becomes f32), or forces one.
-DType choose_weight_dtype(const ModelDir& dir, const LoadOptions& opts, DType* checkpoint_dtype);
-
-// EOS ids from config.json and generation_config.json (an int or a list in either), merged.
-std::vector<int> read_eos_ids(const ModelDir& dir);
 
 }  // namespace tessera
