@@ -7,6 +7,16 @@
 
 namespace tessera {
 
+DecoderConfig decoder_dims(const ModelInfo& in) {
+  return {.hidden = in.hidden_size,
+          .heads = in.num_heads,
+          .kv_heads = in.num_kv_heads,
+          .head_dim = in.head_dim,
+          .intermediate = in.intermediate_size,
+          .vocab = in.vocab_size,
+          .layers = in.num_layers};
+}
+
 void read_common_config(const ConfigReader& c, const ModelDir& dir, const ConfigDefaults& d,
                         ModelInfo& in) {
   for (const char* k :

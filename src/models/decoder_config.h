@@ -1,13 +1,38 @@
-// What config.json says about a decoder-only transformer: the keys every architecture shares,
-// read with the architecture's defaults, and the weight dtype and EOS ids of a load.
+// What config.json says about a decoder-only transformer, read once at load: its shape, which
+// tensors each layer holds, and what varies from layer to layer, as arrays (DESIGN.md, "Models
+// are data plus one forward"). Architecture files fill a DecoderConfig from their own keys; the
+// layer loader (weight_loader.h) and the blocks (blocks.h) read it.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "models/model.h"
+#include "models/rope.h"
 
 namespace tessera {
+
+struct DecoderConfig {
+  int hidden = 0, heads = 0, kv_heads = 0, head_dim = 0, intermediate = 0, vocab = 0, layers = 0;
+  float eps = 1e-6f;          // every RMSNorm's
+  float attn_scale = 1.0f;    // scores = q.k * attn_scale (head_dim ** -0.5 unless the model says)
+  float attn_softcap = 0.0f;  // 0: none
+
+  // The tensors a layer holds beyond input_layernorm, post_attention_layernorm, q/k/v/o_proj and
+  // gate/up/down_proj.
+  bool sandwich_norms = false;  // pre_feedforward_layernorm, post_feedforward_layernorm (Gemma 3)
+  bool qk_norm = false;         // self_attn.q_norm / k_norm, per-head RMSNorm (Gemma 3, Qwen 3)
+  bool qkv_bias = false;        // self_attn.q/k/v_proj.bias (Qwen 2, Llama's attention_bias)
+  bool o_bias = false;          // self_attn.o_proj.bias (Llama's attention_bias)
+  float norm_add = 0.0f;        // added to every norm weight at load: Gemma's x * (1 + w)
+
+  // Per layer, [layers] each.
+  std::vector<int> window = {};       // attention window in tokens, 0: full attention
+  std::vector<RopeParams> rope = {};  // rotary base and scaling
+};
+
+// The dimensions of `in` (filled by read_common_config) as a DecoderConfig; the rest as default.
+DecoderConfig decoder_dims(const ModelInfo& in);
 
 // config.json keys every decoder shares, with the architecture's defaults for absent ones.
 struct ConfigDefaults {

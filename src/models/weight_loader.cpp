@@ -53,4 +53,54 @@ DeviceArray WeightLoader::vectors(const std::vector<std::string>& names,
   return backend_.upload_f32(all, "bias vector");
 }
 
+LayerWeights load_layer(WeightLoader& w, ComputeBackend& backend, const DecoderConfig& c, int i) {
+  const std::string p = "layers." + std::to_string(i) + ".";
+  const int64_t H = c.hidden, hd = c.head_dim, I = c.intermediate, q = int64_t{c.heads} * hd,
+                kv = int64_t{c.kv_heads} * hd;
+  const float add = c.norm_add;
+  LayerWeights L;
+  L.input_layernorm = w.vector(p + "input_layernorm.weight", H, add);
+  L.post_attention_layernorm = w.vector(p + "post_attention_layernorm.weight", H, add);
+  if (c.sandwich_norms) {
+    L.pre_feedforward_layernorm = w.vector(p + "pre_feedforward_layernorm.weight", H, add);
+    L.post_feedforward_layernorm = w.vector(p + "post_feedforward_layernorm.weight", H, add);
+  }
+  if (c.qk_norm) {
+    L.q_norm = w.vector(p + "self_attn.q_norm.weight", hd, add);
+    L.k_norm = w.vector(p + "self_attn.k_norm.weight", hd, add);
+  }
+  L.qkv = w.matrix(
+      {p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight", p + "self_attn.v_proj.weight"},
+      {q, kv, kv}, H);
+  if (c.qkv_bias)
+    L.qkv_bias = w.vectors(
+        {p + "self_attn.q_proj.bias", p + "self_attn.k_proj.bias", p + "self_attn.v_proj.bias"},
+        {q, kv, kv});
+  L.o = w.matrix({p + "self_attn.o_proj.weight"}, {H}, q);
+  if (c.o_bias) L.o_bias = w.vector(p + "self_attn.o_proj.bias", H);
+  L.gate_up = w.matrix({p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"}, {I, I}, H);
+  L.down = w.matrix({p + "mlp.down_proj.weight"}, {H}, I);
+  L.window = c.window[i];
+  L.inv_freq = backend.upload_f32(rope_inv_freq(c.rope[i], c.head_dim), "rope inv_freq");
+  return L;
+}
+
+DecoderWeights load_decoder_weights(WeightLoader& w, ModelDir& dir, ComputeBackend& backend,
+                                    const DecoderConfig& c, bool tied) {
+  TS_ASSERT(c.window.size() == static_cast<size_t>(c.layers) &&
+            c.rope.size() == static_cast<size_t>(c.layers));
+  DecoderWeights d;
+  d.embed_tokens = w.matrix({"embed_tokens.weight"}, {c.vocab}, c.hidden);
+  for (int i = 0; i < c.layers; ++i) d.layers.push_back(load_layer(w, backend, c, i));
+  d.norm = w.vector("norm.weight", c.hidden, c.norm_add);
+  if (!tied) {
+    d.lm_head = w.matrix({"lm_head.weight"}, {c.vocab}, c.hidden);
+  } else if (dir.has("lm_head.weight")) {
+    // A redundant copy of the tied embedding: transformers ignores it, and so does tessera.
+    dir.take("lm_head.weight");
+  }
+  dir.check_all_used();
+  return d;
+}
+
 }  // namespace tessera

@@ -1,5 +1,6 @@
-// Weights by their checkpoint names: one tensor (or a stack of them) with the shape the config
-// implies.
+// Weights by their checkpoint names: WeightLoader takes one tensor (or a stack of them) with the
+// shape the config implies; load_decoder_weights takes a whole decoder the way a DecoderConfig
+// describes it, every layer through the one per-layer loader.
 #pragma once
 
 #include <functional>
@@ -7,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "models/model.h"
+#include "models/decoder_config.h"
 
 namespace tessera {
 
@@ -43,5 +44,40 @@ class WeightLoader {
   size_t total_ = 0, done_ = 0;
   int64_t params_ = 0;
 };
+
+// One decoder layer's weights under transformers' names (ref: LlamaDecoderLayer,
+// Gemma3DecoderLayer): each architecture's forward gives the norms their roles (Llama's
+// post_attention_layernorm is its MLP's input norm, Gemma 3's normalizes the attention output).
+// Norms are f32 with DecoderConfig::norm_add folded in; absent optional tensors are empty.
+struct LayerWeights {
+  DeviceArray input_layernorm, post_attention_layernorm;              // [hidden]
+  DeviceArray pre_feedforward_layernorm, post_feedforward_layernorm;  // sandwich_norms: [hidden]
+  DeviceArray q_norm, k_norm;                                         // qk_norm: [head_dim]
+  std::unique_ptr<Weight> qkv;      // q_proj; k_proj; v_proj stacked: [(nh + 2 nkv) hd, hidden]
+  DeviceArray qkv_bias;             // qkv_bias: [(nh + 2 nkv) hd]
+  std::unique_ptr<Weight> o;        // o_proj: [hidden, nh hd]
+  DeviceArray o_bias;               // o_bias: [hidden]
+  std::unique_ptr<Weight> gate_up;  // gate_proj; up_proj stacked: [2 intermediate, hidden]
+  std::unique_ptr<Weight> down;     // down_proj: [hidden, intermediate]
+  DeviceArray inv_freq;             // [head_dim / 2] from DecoderConfig::rope
+  int window = 0;                   // DecoderConfig::window: 0, full attention
+  int kv_group = 0;                 // the KvSpec group of its window (DecoderModel sets it)
+};
+
+struct DecoderWeights {
+  std::unique_ptr<Weight> embed_tokens;  // [vocab, hidden]
+  std::vector<LayerWeights> layers;
+  DeviceArray norm;                 // the final norm [hidden]
+  std::unique_ptr<Weight> lm_head;  // [vocab, hidden]; null when tied to embed_tokens
+  const Weight& head() const { return lm_head ? *lm_head : *embed_tokens; }
+};
+
+// Layer i's tensors (layers.<i>.*), those `c` says it holds, and its rope frequencies.
+LayerWeights load_layer(WeightLoader& w, ComputeBackend& backend, const DecoderConfig& c, int i);
+
+// The embedding, every layer, the final norm and the LM head (unless `tied`); then checks that
+// the checkpoint holds nothing else.
+DecoderWeights load_decoder_weights(WeightLoader& w, ModelDir& dir, ComputeBackend& backend,
+                                    const DecoderConfig& c, bool tied);
 
 }  // namespace tessera
