@@ -1,88 +1,28 @@
 #include "models/decoder.h"
 
-#include <algorithm>
 #include <map>
 
 #include "core/check.h"
 
 namespace tessera {
 
-void read_common_config(const ConfigReader& c, const ModelDir& dir, const ConfigDefaults& d,
-                        ModelInfo& in) {
-  for (const char* k :
-       {"hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-        "num_key_value_heads", "head_dim", "vocab_size", "max_position_embeddings"})
-    if (c.has(k) && c.get_int(k) <= 0) c.bad(k, "must be positive");
-  in.hidden_size = static_cast<int>(c.get_int("hidden_size"));
-  in.intermediate_size = static_cast<int>(c.get_int("intermediate_size"));
-  in.num_layers = static_cast<int>(c.get_int("num_hidden_layers"));
-  in.num_heads = static_cast<int>(c.get_int("num_attention_heads"));
-  in.num_kv_heads = static_cast<int>(
-      c.get_int("num_key_value_heads", d.num_kv_heads ? d.num_kv_heads : in.num_heads));
-  in.head_dim = static_cast<int>(
-      c.get_int("head_dim", d.head_dim ? d.head_dim : in.hidden_size / in.num_heads));
-  in.vocab_size = static_cast<int>(d.vocab_size ? c.get_int("vocab_size", d.vocab_size)
-                                                : c.get_int("vocab_size"));
-  in.max_position_embeddings =
-      static_cast<int>(c.get_int("max_position_embeddings", d.max_position_embeddings));
-  in.tied_embeddings = c.get_bool("tie_word_embeddings", d.tie_word_embeddings);
-  auto optional_id = [&](const char* k, int dflt) {
-    return c.has(k) && c.j[k].is_number_integer() ? static_cast<int>(c.get_int(k)) : dflt;
-  };
-  in.bos_token_id = optional_id("bos_token_id", d.bos_token_id);
-  in.pad_token_id = optional_id("pad_token_id", d.pad_token_id);
-  in.eos_token_ids = read_eos_ids(dir);
-  if (in.num_heads % in.num_kv_heads != 0)
-    c.bad("num_key_value_heads", "must divide num_attention_heads");
-  if (in.head_dim <= 0 || in.head_dim % 2 != 0)
-    c.bad("head_dim", "must be positive and even (rotary embedding)");
-}
-
-std::vector<std::string> read_layer_types(const ConfigReader& c, int num_layers) {
-  std::vector<std::string> types;
-  if (!c.has("layer_types")) return types;
-  const auto& lt = c.j["layer_types"];
-  if (!lt.is_array() || lt.size() != static_cast<size_t>(num_layers))
-    c.bad("layer_types", "must list one type per layer (" + std::to_string(num_layers) + ")");
-  for (const auto& t : lt) {
-    if (!t.is_string() || (t != "sliding_attention" && t != "full_attention"))
-      c.bad("layer_types", "entries must be \"sliding_attention\" or \"full_attention\"");
-    types.push_back(t.get<std::string>());
-  }
-  return types;
-}
-
-void DecoderModel::spec_dims_from_info() {
-  spec_.hidden = info_.hidden_size;
-  spec_.heads = info_.num_heads;
-  spec_.kv_heads = info_.num_kv_heads;
-  spec_.head_dim = info_.head_dim;
-  spec_.intermediate = info_.intermediate_size;
-  spec_.vocab = info_.vocab_size;
-}
-
-void DecoderModel::finish_load(WeightLoader& w, ModelDir& dir, float norm_add) {
+void DecoderModel::load(ModelDir& dir, const LoadOptions& opts) {
   ModelInfo& in = info_;
-  final_norm_ = w.vector("norm.weight", in.hidden_size, norm_add);
-  if (!in.tied_embeddings) {
-    lm_head_ = w.matrix({"lm_head.weight"}, {in.vocab_size}, in.hidden_size);
-  } else if (dir.has("lm_head.weight")) {
-    // A redundant copy of the tied embedding: transformers ignores it, and so does tessera.
-    dir.take("lm_head.weight");
-  }
-  dir.check_all_used();
+  in.weight_dtype = choose_weight_dtype(dir, opts, &in.checkpoint_dtype);
+  WeightLoader w(dir, *backend_, in.weight_dtype, opts.progress);
+  w_ = load_decoder_weights(w, dir, *backend_, cfg_, in.tied_embeddings);
   in.parameter_count = w.parameters();
   in.weight_bytes = static_cast<size_t>(in.parameter_count) * dtype_size(in.weight_dtype);
-  finish_setup(in.weight_dtype == DType::f32 ? DType::f32 : DType::bf16);
+  set_kv_spec(in.weight_dtype == DType::f32 ? DType::f32 : DType::bf16);
 }
 
-void DecoderModel::finish_setup(DType kv_dtype) {
+void DecoderModel::set_kv_spec(DType kv_dtype) {
   std::map<int, int> group_of_window;
   kv_spec_ = KvSpec{};
-  kv_spec_.num_kv_heads = spec_.kv_heads;
-  kv_spec_.head_dim = spec_.head_dim;
+  kv_spec_.num_kv_heads = cfg_.kv_heads;
+  kv_spec_.head_dim = cfg_.head_dim;
   kv_spec_.dtype = kv_dtype;
-  for (auto& layer : layers_) {
+  for (auto& layer : w_.layers) {
     auto it = group_of_window.find(layer.window);
     if (it == group_of_window.end()) {
       it = group_of_window.emplace(layer.window, static_cast<int>(kv_spec_.group_window.size()))
@@ -97,188 +37,8 @@ void DecoderModel::finish_setup(DType kv_dtype) {
                                      " distinct attention windows are not supported");
 }
 
-ForwardOutput DecoderModel::forward(const HostBatch& hb, std::span<const KvLayerView> kv) {
-  ComputeBackend& be = *backend_;
-  const DecoderSpec& s = spec_;
-  TS_ASSERT(hb.num_tokens() > 0 && kv.size() == layers_.size());
-  const BatchView b = be.upload(hb);
-  const int T = b.num_tokens, R = b.num_logit_rows;  // the backend's (possibly padded) sizes
-  be.scratch_reset();
-  const DType act = be.act_dtype();
-  const int qkv_cols = (s.heads + 2 * s.kv_heads) * s.head_dim;
-  Tensor x = be.scratch(T, s.hidden, DType::f32);  // the residual stream
-  Tensor h = be.scratch(T, s.hidden, act);         // a sublayer's normed input
-  Tensor qkv = be.scratch(T, qkv_cols, act);
-  Tensor attn = be.scratch(T, static_cast<int64_t>(s.heads) * s.head_dim, act);
-  Tensor o = be.scratch(T, s.hidden, act);  // a sublayer's output
-  Tensor gu = be.scratch(T, 2LL * s.intermediate, act);
-  Tensor a = be.scratch(T, s.intermediate, act);
-  Tensor xr = be.scratch(std::max(R, 1), s.hidden, DType::f32);
-  Tensor hr = be.scratch(std::max(R, 1), s.hidden, act);
-  Tensor lg = be.scratch(std::max(R, 1), s.vocab, DType::f32);
-  Tensor ids = be.scratch(std::max(R, 1), 1, DType::i32);
-  int32_t* greedy = b.greedy_ids && R > 0 ? ids.ptr<int32_t>() : nullptr;
-  const Weight& head = lm_head_ ? *lm_head_ : *embed_;
-
-  be.run_forward(b, [&] {
-    be.embed(*embed_, b.tokens, T, s.embed_scale, s.embed_scale_in_weight_dtype, x);
-    for (size_t l = 0; l < layers_.size(); ++l) {
-      const DecoderLayer& L = layers_[l];
-      // Attention: the previous layer's MLP output joins the residual (none before layer 0),
-      // the input norm, then q, k, v in one product.
-      const DecoderLayer* prev = l > 0 ? &layers_[l - 1] : nullptr;
-      const ResidualNorm attn_in{
-          x, prev ? &o : nullptr, post_ff_norm(prev), L.input_norm.view, s.eps, h};
-      be.norm_linear(attn_in, *L.qkv, optional(L.qkv_bias), qkv);
-      be.rope_store_attention(qkv, attention_layer(L), kv[l], b, attn);
-      be.linear_prefetch(attn, *L.o, optional(L.o_bias), o, *L.gate_up);
-      // MLP: the attention output joins the residual, the pre-feedforward norm, the gated pair.
-      const ResidualNorm mlp_in{
-          x, &o, s.sandwich_norms ? &L.post_attn_norm.view : nullptr, L.pre_ff_norm.view, s.eps, h};
-      be.norm_linear_gated(mlp_in, *L.gate_up, s.act, gu, a);
-      be.linear(a, *L.down, nullptr, o);
-    }
-    if (R == 0) return;  // no logits: the last MLP output is not needed
-    // The last MLP output joins the residual, then the final norm and the LM head on the logits
-    // rows: in place when every row is one (a decode step), else after gathering them.
-    const Tensor* last_post = post_ff_norm(&layers_.back());
-    if (b.logit_rows_all) {
-      const Tensor xo = o.rows_from(0, R);
-      be.norm_lm_head(
-          {x.rows_from(0, R), &xo, last_post, final_norm_.view, s.eps, h.rows_from(0, R)}, head,
-          s.final_softcap, lg, greedy);
-    } else {
-      be.add_rms_norm(x, o, last_post, nullptr, s.eps, h);
-      be.gather_rows(x, b.logit_rows, R, xr);
-      be.norm_lm_head({xr, nullptr, nullptr, final_norm_.view, s.eps, hr}, head, s.final_softcap,
-                      lg, greedy);
-    }
-  });
-  return {lg.rows_from(0, R), greedy};
-}
-
-const Tensor* DecoderModel::post_ff_norm(const DecoderLayer* l) const {
-  return l && spec_.sandwich_norms ? &l->post_ff_norm.view : nullptr;
-}
-
-AttentionLayer DecoderModel::attention_layer(const DecoderLayer& L) const {
-  AttentionLayer a;
-  a.nh = spec_.heads;
-  a.nkv = spec_.kv_heads;
-  a.hd = spec_.head_dim;
-  a.q_norm = optional(L.q_norm);
-  a.k_norm = optional(L.k_norm);
-  a.eps = spec_.eps;
-  a.inv_freq = L.inv_freq.view;
-  a.scale = spec_.attn_scale;
-  a.window = L.window;
-  a.softcap = spec_.attn_softcap;
-  a.group = L.kv_group;
-  return a;
-}
-
 size_t DecoderModel::scratch_bytes(int tokens, int logit_rows) const {
-  const DecoderSpec& s = spec_;
-  const size_t act = dtype_size(backend_->act_dtype());
-  const size_t T = static_cast<size_t>(tokens), R = static_cast<size_t>(std::max(logit_rows, 1));
-  const size_t qkv_cols = static_cast<size_t>(s.heads + 2 * s.kv_heads) * s.head_dim;
-  size_t b =
-      T * s.hidden * 4 + T *
-                             (2 * s.hidden + qkv_cols + static_cast<size_t>(s.heads) * s.head_dim +
-                              3 * static_cast<size_t>(s.intermediate)) *
-                             act;
-  b += R * s.hidden * (4 + act) + R * static_cast<size_t>(s.vocab) * 4;
-  return b + 64 * 16;  // alignment of each scratch tensor
-}
-
-const TensorInfo& WeightLoader::take_checked(const std::string& name,
-                                             const std::vector<int64_t>& shape) {
-  const TensorInfo& t = dir_.take(name);
-  if (t.shape != shape) {
-    std::string want = "[";
-    for (size_t i = 0; i < shape.size(); ++i) want += (i ? ", " : "") + std::to_string(shape[i]);
-    want += "]";
-    fail_model(t.file + ": tensor '" + t.name + "' has shape " + t.shape_str() + " but " +
-               dir_.config_path() + " implies " + want);
-  }
-  params_ += t.numel();
-  done_ += t.nbytes;
-  if (progress_) progress_(done_, total_);
-  return t;
-}
-
-std::unique_ptr<Weight> WeightLoader::matrix(const std::vector<std::string>& names,
-                                             const std::vector<int64_t>& rows, int64_t cols) {
-  // The compute interface takes host views, not io's TensorInfo (it knows no file format).
-  std::vector<HostTensor> views;
-  for (size_t i = 0; i < names.size(); ++i) {
-    const TensorInfo& t = take_checked(names[i], {rows[i], cols});
-    views.push_back({t.data, t.dtype, t.shape, t.file + ": tensor '" + t.name + "'"});
-  }
-  std::vector<const HostTensor*> parts;
-  for (const HostTensor& v : views) parts.push_back(&v);
-  return backend_.upload_weight(parts, dtype_, names[0]);
-}
-
-DeviceArray WeightLoader::vector(const std::string& name, int64_t n, float add) {
-  const TensorInfo& t = take_checked(name, {n});
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    float x = t.dtype == DType::f32    ? static_cast<const float*>(t.data)[i]
-              : t.dtype == DType::bf16 ? bf16_to_f32(static_cast<const uint16_t*>(t.data)[i])
-                                       : f16_to_f32(static_cast<const uint16_t*>(t.data)[i]);
-    v[i] = add + x;
-  }
-  return backend_.upload_f32(v, "norm/bias vector");
-}
-
-DeviceArray WeightLoader::vectors(const std::vector<std::string>& names,
-                                  const std::vector<int64_t>& n) {
-  std::vector<float> all;
-  for (size_t i = 0; i < names.size(); ++i) {
-    const TensorInfo& t = take_checked(names[i], {n[i]});
-    for (int64_t j = 0; j < n[i]; ++j)
-      all.push_back(t.dtype == DType::f32    ? static_cast<const float*>(t.data)[j]
-                    : t.dtype == DType::bf16 ? bf16_to_f32(static_cast<const uint16_t*>(t.data)[j])
-                                             : f16_to_f32(static_cast<const uint16_t*>(t.data)[j]));
-  }
-  return backend_.upload_f32(all, "bias vector");
-}
-
-DType choose_weight_dtype(const ModelDir& dir, const LoadOptions& opts, DType* checkpoint_dtype) {
-  std::map<DType, size_t> bytes;
-  for (const auto& [name, t] : dir.tensors())
-    if (t.dtype_known) bytes[t.dtype] += t.nbytes;
-  DType ck = DType::f32;
-  size_t best = 0;
-  for (auto [dt, n] : bytes)
-    if (n > best) best = n, ck = dt;
-  if (checkpoint_dtype) *checkpoint_dtype = ck;
-  if (opts.dtype == "auto" || opts.dtype.empty())
-    return ck == DType::bf16 ? DType::bf16 : DType::f32;
-  if (opts.dtype == "f32" || opts.dtype == "float32") return DType::f32;
-  if (opts.dtype == "bf16" || opts.dtype == "bfloat16") return DType::bf16;
-  fail_arg("unknown dtype '" + opts.dtype + "' (expected auto, f32 or bf16)");
-}
-
-std::vector<int> read_eos_ids(const ModelDir& dir) {
-  // generation_config.json's list is what transformers' generate() stops on; config.json's is
-  // the fallback when there is none.
-  std::vector<int> ids;
-  auto add = [&](const nlohmann::json& j) {
-    if (j.is_number_integer()) {
-      ids.push_back(j.get<int>());
-    } else if (j.is_array()) {
-      for (const auto& e : j)
-        if (e.is_number_integer()) ids.push_back(e.get<int>());
-    }
-  };
-  if (dir.generation_config().contains("eos_token_id"))
-    add(dir.generation_config()["eos_token_id"]);
-  if (ids.empty() && dir.config().contains("eos_token_id")) add(dir.config()["eos_token_id"]);
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  return ids;
+  return activation_bytes(cfg_, backend_->act_dtype(), tokens, logit_rows);
 }
 
 }  // namespace tessera

@@ -1,127 +1,37 @@
-// The decoder-only transformer that Gemma 3 and the Llama family share: weights in one struct
-// per layer and a single forward over a ragged batch, built from backend ops. Architecture files
-// (gemma3.cpp, llama_family.cpp) read their config, fill a DecoderSpec and load the weights with
-// WeightLoader; the differences between families are fields here, not branches in those files.
+// What every decoder-only architecture shares around its own forward: the config, the weights,
+// the KV layout they imply and the activations of one forward. An architecture file derives from
+// DecoderModel, fills cfg_ from config.json, calls load(), and writes forward() over the blocks
+// of blocks.h, reading like its paper (gemma3.cpp, llama.cpp).
 #pragma once
 
-#include <memory>
-#include <optional>
-#include <string>
-#include <vector>
+#include <span>
 
+#include "models/blocks.h"
+#include "models/decoder_config.h"
 #include "models/model.h"
+#include "models/weight_loader.h"
 
 namespace tessera {
 
-struct DecoderSpec {
-  int hidden = 0, heads = 0, kv_heads = 0, head_dim = 0, intermediate = 0, vocab = 0;
-  float eps = 1e-6f;
-  float attn_scale = 1.0f;     // Gemma 3: query_pre_attn_scalar ** -0.5
-  float attn_softcap = 0.0f;   // 0: none
-  float final_softcap = 0.0f;  // 0: none
-  Activation act = Activation::silu;
-  // Gemma: post-attention and post-feedforward norms on the sublayer outputs ("sandwich"),
-  // pre-feedforward norm before the MLP. Llama: the post_attention_layernorm is the pre-MLP norm.
-  bool sandwich_norms = false;
-  float embed_scale = 1.0f;
-  bool embed_scale_in_weight_dtype = false;  // Gemma rounds the scale and product to bf16
-};
-
-struct DecoderLayer {
-  DeviceArray input_norm, pre_ff_norm;       // always present
-  DeviceArray post_attn_norm, post_ff_norm;  // sandwich_norms only
-  DeviceArray q_norm, k_norm;                // per-head q/k RMSNorm (Gemma 3, Qwen 3), optional
-  DeviceArray qkv_bias;                      // Qwen 2 (and Llama attention_bias), optional
-  DeviceArray o_bias;                        // Llama attention_bias, optional
-  std::unique_ptr<Weight> qkv, o, gate_up, down;
-  DeviceArray inv_freq;  // [head_dim / 2]
-  int window = 0;        // 0: full attention
-  int kv_group = 0;
-};
-
-class WeightLoader;
-
 class DecoderModel : public Model {
  public:
-  ForwardOutput forward(const HostBatch& b, std::span<const KvLayerView> kv) override;
   size_t scratch_bytes(int tokens, int logit_rows) const override;
 
  protected:
   explicit DecoderModel(ComputeBackend& backend) : Model(backend) {}
-  // Copies info_'s dimensions into spec_.
-  void spec_dims_from_info();
-  // The common tail of every load: the final norm (+ norm_add), the LM head or the tied
-  // embedding, the unexpected-tensor check, the parameter count and the KV layout.
-  void finish_load(WeightLoader& w, ModelDir& dir, float norm_add);
+  // Loads the weights cfg_ describes (load_decoder_weights) in the dtype opts ask for, then sets
+  // info_'s dtypes, parameter count and weight bytes, and the KV layout from the layers' windows.
+  void load(ModelDir& dir, const LoadOptions& opts);
+  // Uploads the batch and takes this forward's activations (blocks.h).
+  ForwardPass begin_forward(const HostBatch& hb, std::span<const KvLayerView> kv) {
+    return tessera::begin_forward(*backend_, cfg_, hb, kv);
+  }
+
+  DecoderConfig cfg_;
+  DecoderWeights w_;
 
  private:
-  void finish_setup(DType kv_dtype);                        // kv_spec_ from the layers' windows
-  const Tensor* post_ff_norm(const DecoderLayer* l) const;  // null: none (or no layer)
-  AttentionLayer attention_layer(const DecoderLayer& L) const;
-  static const Tensor* optional(const DeviceArray& a) { return a.buffer ? &a.view : nullptr; }
-
- protected:
-  DecoderSpec spec_;
-  std::unique_ptr<Weight> embed_;    // [vocab, hidden]
-  std::unique_ptr<Weight> lm_head_;  // null when tied to embed_
-  DeviceArray final_norm_;
-  std::vector<DecoderLayer> layers_;
+  void set_kv_spec(DType kv_dtype);  // kv_spec_ and each layer's kv_group from the windows
 };
-
-// Loads weights by canonical name with the shape the config implies, and names the tensor and
-// the config key when they disagree.
-class WeightLoader {
- public:
-  WeightLoader(ModelDir& dir, ComputeBackend& backend, DType weight_dtype,
-               std::function<void(size_t, size_t)> progress = {})
-      : dir_(dir),
-        backend_(backend),
-        dtype_(weight_dtype),
-        progress_(std::move(progress)),
-        total_(dir.total_bytes()) {}
-
-  // Stacks the named [rows_i, cols] matrices (e.g. q, k, v) into one weight.
-  std::unique_ptr<Weight> matrix(const std::vector<std::string>& names,
-                                 const std::vector<int64_t>& rows, int64_t cols);
-  // A [n] vector as f32, plus `add` (Gemma folds its (1 + w) here).
-  DeviceArray vector(const std::string& name, int64_t n, float add = 0.0f);
-  // Several [n_i] vectors concatenated (q, k, v biases).
-  DeviceArray vectors(const std::vector<std::string>& names, const std::vector<int64_t>& n);
-  bool has(const std::string& name) const { return dir_.has(name); }
-
-  int64_t parameters() const { return params_; }
-
- private:
-  const TensorInfo& take_checked(const std::string& name, const std::vector<int64_t>& shape);
-  ModelDir& dir_;
-  ComputeBackend& backend_;
-  DType dtype_;
-  std::function<void(size_t, size_t)> progress_;
-  size_t total_ = 0, done_ = 0;
-  int64_t params_ = 0;
-};
-
-// config.json keys every decoder shares, with the architecture's defaults for absent ones.
-struct ConfigDefaults {
-  int num_kv_heads = 0;  // 0: num_attention_heads
-  int head_dim = 0;      // 0: hidden_size / num_attention_heads
-  int vocab_size = 0;    // 0: required
-  int max_position_embeddings = 4096;
-  bool tie_word_embeddings = false;
-  int bos_token_id = -1, pad_token_id = -1;
-};
-// Fills in's dimensions, special ids and EOS list; names the key at fault when a value is
-// missing, not positive, or inconsistent (kv heads not dividing heads, odd head_dim).
-void read_common_config(const ConfigReader& c, const ModelDir& dir, const ConfigDefaults& d,
-                        ModelInfo& in);
-// layer_types as listed (validated: one "sliding_attention" / "full_attention" per layer), or
-// empty when the config has none.
-std::vector<std::string> read_layer_types(const ConfigReader& c, int num_layers);
-
-// The weight dtype for a load: "auto" keeps the checkpoint's (f16 becomes f32), or forces one.
-DType choose_weight_dtype(const ModelDir& dir, const LoadOptions& opts, DType* checkpoint_dtype);
-
-// EOS ids from config.json and generation_config.json (an int or a list in either), merged.
-std::vector<int> read_eos_ids(const ModelDir& dir);
 
 }  // namespace tessera

@@ -7,11 +7,9 @@
 
 namespace tessera {
 
-std::unique_ptr<Model> make_gemma3(ModelDir&, ComputeBackend&, const LoadOptions&);
-std::unique_ptr<Model> make_llama(ModelDir&, ComputeBackend&, const LoadOptions&);
-std::unique_ptr<Model> make_mistral(ModelDir&, ComputeBackend&, const LoadOptions&);
-std::unique_ptr<Model> make_qwen2(ModelDir&, ComputeBackend&, const LoadOptions&);
-std::unique_ptr<Model> make_qwen3(ModelDir&, ComputeBackend&, const LoadOptions&);
+// Each architecture file defines its factory.
+using Factory = std::unique_ptr<Model>(ModelDir&, ComputeBackend&, const LoadOptions&);
+Factory make_gemma3, make_llama, make_mistral, make_qwen2, make_qwen3;
 
 namespace {
 
@@ -21,6 +19,8 @@ struct Entry {
 };
 
 const std::vector<Entry>& entries() {
+  // Per architecture file: the config.json "architectures" names and "model_type" names it
+  // answers to, and its factory.
   static const std::vector<Entry> e = {
       {{"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"},
        {"gemma3_text", "gemma3"},
