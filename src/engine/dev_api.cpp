@@ -52,6 +52,39 @@ std::vector<std::vector<float>> logits(const std::string& dir, const std::string
   return runner.step(seqs, all_positions)[0];
 }
 
+struct LogitsSession::Impl {
+  LoadedModel m;
+  std::unique_ptr<DirectRunner> runner;
+  int context = 0;
+};
+
+LogitsSession::LogitsSession(const std::string& dir, const std::string& device,
+                             const std::string& dtype)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->m = load(dir, device, dtype);
+}
+LogitsSession::~LogitsSession() = default;
+const ModelInfo& LogitsSession::info() const {
+  return impl_->m.model->info();
+}
+std::string LogitsSession::device_name() const {
+  return impl_->m.backend->name();
+}
+void LogitsSession::reset(int max_context) {
+  if (!impl_->runner || impl_->context != max_context) {
+    impl_->runner.reset();  // its KV pool first
+    impl_->runner = std::make_unique<DirectRunner>(*impl_->m.model, max_context);
+    impl_->context = max_context;
+  }
+  impl_->runner->reset();
+}
+std::vector<std::vector<float>> LogitsSession::step(const std::vector<int32_t>& ids,
+                                                    bool all_positions) {
+  if (!impl_->runner) fail_arg("LogitsSession: step() before reset()");
+  const std::vector<std::vector<int32_t>> seqs{ids};
+  return impl_->runner->step(seqs, all_positions)[0];
+}
+
 std::string chat_template_source(const std::string& dir) {
   std::string source = find_chat_template_source(dir);
   if (source.empty())

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -32,6 +33,25 @@ ModelSummary describe_model(const std::string& dir, const std::string& dtype);
 std::vector<std::vector<float>> logits(const std::string& dir, const std::string& device,
                                        const std::string& dtype, const std::vector<int32_t>& ids,
                                        bool all_positions);
+
+// perplexity: a model on `device` fed one sequence in chunks without the scheduler
+// (DirectRunner). reset(max_context) starts a sequence of up to max_context positions; step()
+// appends `ids` to it and returns the logits of its last position, or of every new position.
+class LogitsSession {
+ public:
+  LogitsSession(const std::string& dir, const std::string& device, const std::string& dtype);
+  ~LogitsSession();
+  LogitsSession(const LogitsSession&) = delete;
+  LogitsSession& operator=(const LogitsSession&) = delete;
+  const ModelInfo& info() const;
+  std::string device_name() const;
+  void reset(int max_context);
+  std::vector<std::vector<float>> step(const std::vector<int32_t>& ids, bool all_positions);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // chat-template: the template of `dir` (a model or tokenizer directory: tokenizer_config.json or
 // chat_template.jinja); throws Error(invalid_model) when it has none.

@@ -17,9 +17,7 @@
 #include <sstream>
 
 #include "cli.h"
-#include "core/check.h"
-#include "engine/direct_runner.h"
-#include "tokenizer/tokenizer.h"
+#include "engine/dev_api.h"
 
 namespace tessera::cli {
 namespace {
@@ -80,13 +78,12 @@ void add_perplexity_command(CLI::App& app) {
   cmd->callback([a] {
     run_command([&] {
       const std::string text = read_text(a->text);
-      LoadedModel m = load(a->model, a->device, a->dtype);
-      const ModelInfo& info = m.model->info();
+      dev::LogitsSession m(a->model, a->device, a->dtype);
+      const ModelInfo& info = m.info();
       auto tok = Tokenizer::load(a->model);
       const std::vector<int32_t> ids = tok->encode(text, true);
       if (ids.size() < 2)
         fail_arg("--text: '" + a->text + "' has fewer than two tokens; nothing to score");
-      validate_tokens(ids, info.vocab_size);
 
       int context = a->context;
       if (context == 0) context = std::min(info.max_position_embeddings, 1024);
@@ -114,14 +111,13 @@ void add_perplexity_command(CLI::App& app) {
       // (Gemma's 262,144 entries are 1 MiB a row), so host memory stays near 64 MiB.
       const int64_t rows_per_chunk = std::clamp<int64_t>(
           (int64_t{64} << 20) / (int64_t{4} * std::max(info.vocab_size, 1)), 1, context);
-      DirectRunner runner(*m.model, context);
       const bool tty = isatty(2);
       const auto t0 = std::chrono::steady_clock::now();
       double total = 0;
       int64_t scored = 0;
       for (size_t wi = 0; wi < windows.size(); ++wi) {
         Window& w = windows[wi];
-        runner.reset();
+        m.reset(context);
         // Positions [begin, first) predict nothing scored: fed for their KV only. Position
         // p >= first - 1 predicts token p + 1.
         const int64_t first = w.end - w.scored;  // index of the first scored token
@@ -129,12 +125,12 @@ void add_perplexity_command(CLI::App& app) {
         for (int64_t p = w.begin; p < first - 1; p += rows_per_chunk) {
           const int64_t e = std::min(p + rows_per_chunk, first - 1);
           chunk[0].assign(ids.begin() + p, ids.begin() + e);
-          runner.step(chunk, false);
+          m.step(chunk[0], false);
         }
         for (int64_t p = first - 1; p < w.end - 1; p += rows_per_chunk) {
           const int64_t e = std::min(p + rows_per_chunk, w.end - 1);
           chunk[0].assign(ids.begin() + p, ids.begin() + e);
-          auto rows = runner.step(chunk, true)[0];
+          auto rows = m.step(chunk[0], true);
           for (int64_t q = p; q < e; ++q)
             w.nll += token_nll(rows[static_cast<size_t>(q - p)], ids[static_cast<size_t>(q + 1)]);
         }
@@ -153,7 +149,7 @@ void add_perplexity_command(CLI::App& app) {
         nlohmann::json j = {{"perplexity", ppl},  {"nll", total},
                             {"scored", scored},   {"tokens", n},
                             {"context", context}, {"stride", stride},
-                            {"seconds", secs},    {"device", m.backend->name()},
+                            {"seconds", secs},    {"device", m.device_name()},
                             {"windows", wj}};
         std::printf("%s\n", j.dump().c_str());
       } else {
