@@ -5,7 +5,9 @@
 // Errors: loading throws tessera::Error naming the file, key or tensor at fault. Requests never
 // throw for bad input that only concerns them: a request whose options are invalid, whose prompt
 // does not fit, or that fails in flight comes back with finish_reason == error and a message;
-// the engine and the other requests carry on. validate() checks options up front.
+// the engine and the other requests carry on. prepare() does a request's checks and its
+// tokenization once, up front, and throws RequestError naming the field at fault; generate(),
+// chat(), batch_generate(), classify() and submit() prepare what they are given themselves.
 #pragma once
 
 #include <atomic>
@@ -55,8 +57,11 @@ struct SamplingOptions {
 
 struct GenerateOptions {
   SamplingOptions sampling;
-  int max_tokens = 256;  // > 0; capped by the context length
-  int min_tokens = 0;    // EOS and stop tokens are suppressed until this many are generated
+  int max_tokens = 256;  // > 0; with the prompt, within the context length
+  // Generate up to the end of the context instead (OpenAI chat's default when max_tokens is not
+  // given): prepare() sets max_tokens to what the context leaves after the prompt.
+  bool max_tokens_to_context = false;
+  int min_tokens = 0;  // EOS and stop tokens are suppressed until this many are generated
   std::vector<std::string> stop;        // stop strings: matched across tokens, not emitted
   std::vector<int32_t> stop_token_ids;  // in addition to the model's EOS set
   bool ignore_eos = false;              // benchmarks: generate exactly max_tokens
@@ -179,10 +184,23 @@ class RequestStream {
   virtual void cancel() = 0;
 };
 
-// Throws Error(invalid_argument) naming the first option out of range (temperature >= 0,
-// top_k >= 0, top_p in (0, 1], min_p in [0, 1], repetition_penalty > 0, presence and frequency
-// penalties in [-2, 2], top_logprobs in [0, 20]).
+// Throws RequestError naming the first option out of range (temperature >= 0, top_k >= 0,
+// top_p in (0, 1], min_p in [0, 1], repetition_penalty > 0, presence and frequency penalties in
+// [-2, 2], top_logprobs in [0, 20]).
 void validate_sampling_options(const SamplingOptions& opts);
+
+// A generation checked and tokenized once (Engine::prepare): what generate() and submit() run.
+struct PreparedRequest {
+  std::vector<int32_t> prompt;    // token ids: the text (chat: the rendered template) tokenized
+  GenerateOptions options;        // as checked; max_tokens resolved; add_special_tokens as used
+  std::vector<int32_t> stop_ids;  // the EOS set (unless ignore_eos), then stop_token_ids
+};                                // (the stop strings are options.stop)
+
+// A classification checked and tokenized once.
+struct PreparedClassify {
+  std::vector<int32_t> prompt;
+  ClassifyOptions options;
+};
 
 class Engine {
  public:
@@ -199,10 +217,23 @@ class Engine {
   // end-of-turn token (<end_of_turn>, <|eot_id|>, <|im_end|>) when the vocabulary has one.
   virtual std::vector<int32_t> eos_token_ids() const = 0;
 
-  // Throws Error(invalid_argument) naming the option at fault.
+  // Throws RequestError naming the option at fault.
   virtual void validate(const GenerateOptions& opts) const = 0;
   virtual void validate(const SamplingOptions& opts) const = 0;
 
+  // A request's checks and tokenization, once: the options (as validate), the prompt (token ids
+  // within the vocabulary; text through the tokenizer, BOS per add_special_tokens; messages
+  // through the chat template, whose special tokens stand as rendered) and, with max_tokens, the
+  // context. Throws RequestError naming the field at fault ("prompt" or "messages" for the
+  // prompt itself; code "context_length_exceeded" when it does not fit the context).
+  virtual PreparedRequest prepare(const Prompt& prompt, const GenerateOptions& opts) const = 0;
+  virtual PreparedRequest prepare(const std::vector<ChatMessage>& messages,
+                                  const GenerateOptions& opts) const = 0;
+  virtual PreparedClassify prepare(const Prompt& prompt, const ClassifyOptions& opts) const = 0;
+
+  virtual GenerateResult generate(const PreparedRequest& request,
+                                  const TokenCallback& on_token = {},
+                                  const CancelToken& cancel = {}) = 0;
   virtual GenerateResult generate(const Prompt& prompt, const GenerateOptions& opts,
                                   const TokenCallback& on_token = {},
                                   const CancelToken& cancel = {}) = 0;
@@ -213,11 +244,15 @@ class Engine {
                                                      const GenerateOptions& opts,
                                                      const CancelToken& cancel = {},
                                                      BatchMetrics* metrics = nullptr) = 0;
+  // Throws RequestError for options out of range; a prompt's own errors are its result's.
   virtual std::vector<ClassifyResult> classify(const std::vector<Prompt>& prompts,
                                                const ClassifyOptions& opts,
                                                BatchMetrics* metrics = nullptr) = 0;
+  virtual std::vector<ClassifyResult> classify(const std::vector<PreparedClassify>& requests,
+                                               BatchMetrics* metrics = nullptr) = 0;
   // Asynchronous form of generate: never throws for request errors (they arrive as the final
   // event with finish_reason error).
+  virtual std::unique_ptr<RequestStream> submit(const PreparedRequest& request) = 0;
   virtual std::unique_ptr<RequestStream> submit(const Prompt& prompt,
                                                 const GenerateOptions& opts) = 0;
 

@@ -27,4 +27,21 @@ class Error : public std::runtime_error {
   ErrorKind kind_;
 };
 
+// A request whose own input is at fault (Engine::prepare, Engine::validate): an
+// invalid_argument naming the field (an option as the HTTP API spells it, e.g. "top_p",
+// "max_tokens", "stop_token_ids", or "prompt" / "messages") and, for a request longer than the
+// context, code "context_length_exceeded".
+class RequestError : public Error {
+ public:
+  RequestError(std::string field, const std::string& what, std::string code = "")
+      : Error(ErrorKind::invalid_argument, what),
+        field_(std::move(field)),
+        code_(std::move(code)) {}
+  const std::string& field() const { return field_; }
+  const std::string& code() const { return code_; }
+
+ private:
+  std::string field_, code_;
+};
+
 }  // namespace tessera

@@ -17,6 +17,7 @@
 #include "engine/engine_policy.h"
 #include "engine/kv_pool.h"
 #include "engine/output_processor.h"
+#include "engine/request_prep.h"
 #include "engine/scheduler.h"
 #include "engine/select_backend.h"
 #include "io/model_dir.h"
@@ -37,28 +38,6 @@ const char* finish_reason_name(FinishReason r) {
       return "error";
   }
   return "?";
-}
-
-void validate_sampling_options(const SamplingOptions& s) {
-  if (!std::isfinite(s.temperature) || s.temperature < 0)
-    fail_arg("temperature must be a finite number >= 0 (got " + std::to_string(s.temperature) +
-             ")");
-  if (s.top_k < 0)
-    fail_arg("top_k must be >= 0 (0 disables it; got " + std::to_string(s.top_k) + ")");
-  if (!(s.top_p > 0 && s.top_p <= 1))
-    fail_arg("top_p must be in (0, 1] (got " + std::to_string(s.top_p) + ")");
-  if (!(s.min_p >= 0 && s.min_p <= 1))
-    fail_arg("min_p must be in [0, 1] (got " + std::to_string(s.min_p) + ")");
-  if (!(s.repetition_penalty > 0) || !std::isfinite(s.repetition_penalty))
-    fail_arg("repetition_penalty must be > 0 (got " + std::to_string(s.repetition_penalty) + ")");
-  if (!(s.presence_penalty >= -2 && s.presence_penalty <= 2))
-    fail_arg("presence_penalty must be in [-2, 2] (got " + std::to_string(s.presence_penalty) +
-             ")");
-  if (!(s.frequency_penalty >= -2 && s.frequency_penalty <= 2))
-    fail_arg("frequency_penalty must be in [-2, 2] (got " + std::to_string(s.frequency_penalty) +
-             ")");
-  if (s.top_logprobs < 0 || s.top_logprobs > 20)
-    fail_arg("top_logprobs must be in [0, 20] (got " + std::to_string(s.top_logprobs) + ")");
 }
 
 namespace {
@@ -138,60 +117,231 @@ class EngineImpl final : public Engine {
   std::vector<int32_t> eos_token_ids() const override { return eos_; }
 
   void validate(const SamplingOptions& s) const override { validate_sampling_options(s); }
-
   void validate(const GenerateOptions& g) const override {
-    validate(g.sampling);
-    if (g.max_tokens <= 0)
-      fail_arg("max_tokens must be positive (got " + std::to_string(g.max_tokens) + ")");
-    if (g.max_tokens > context_)
-      fail_arg("max_tokens " + std::to_string(g.max_tokens) + " exceeds the context length " +
-               std::to_string(context_));
-    if (g.min_tokens < 0)
-      fail_arg("min_tokens must be >= 0 (got " + std::to_string(g.min_tokens) + ")");
-    if (g.min_tokens > g.max_tokens)
-      fail_arg("min_tokens (" + std::to_string(g.min_tokens) + ") exceeds max_tokens (" +
-               std::to_string(g.max_tokens) + ")");
-    for (int32_t id : g.stop_token_ids)
-      if (id < 0 || id >= info().vocab_size)
-        fail_arg("stop token id " + std::to_string(id) + " is outside the vocabulary");
-    for (const auto& s : g.stop)
-      if (s.empty()) fail_arg("stop strings must not be empty");
+    check_generate_options(g, context_, info().vocab_size);
   }
 
+  PreparedRequest prepare(const Prompt& prompt, const GenerateOptions& g) const override {
+    validate(g);
+    return prepare_checked(prompt_ids(prompt, g.add_special_tokens), g, "prompt");
+  }
+
+  PreparedRequest prepare(const std::vector<ChatMessage>& messages,
+                          const GenerateOptions& g) const override {
+    validate(g);
+    std::string text;
+    try {
+      text = render_chat(messages, /*add_generation_prompt=*/true);
+    } catch (const RequestError&) {
+      throw;
+    } catch (const Error& e) {
+      throw RequestError("messages",
+                         std::string("the chat template rejected the messages: ") + e.what());
+    }
+    if (!tokenizer_) throw RequestError("messages", "this model directory has no tokenizer.json");
+    // The template writes the special tokens itself (BOS included), as transformers'
+    // apply_chat_template(tokenize=True) encodes without adding any.
+    std::vector<int32_t> ids = tokenizer_->encode(text, /*add_special_tokens=*/false);
+    if (ids.empty()) throw RequestError("messages", "the messages render to an empty prompt");
+    GenerateOptions as_used = g;
+    as_used.add_special_tokens = false;
+    return prepare_checked(std::move(ids), as_used, "messages");
+  }
+
+  PreparedClassify prepare(const Prompt& prompt, const ClassifyOptions& o) const override {
+    check_classify_options(o);
+    return prepare_checked(prompt, o);
+  }
+
+  GenerateResult generate(const PreparedRequest& req, const TokenCallback& on_token,
+                          const CancelToken& cancel) override {
+    return run(make_spec(req, on_token, cancel));
+  }
+
+  GenerateResult generate(const Prompt& prompt, const GenerateOptions& opts,
+                          const TokenCallback& on_token, const CancelToken& cancel) override {
+    PreparedRequest req;
+    try {
+      req = prepare(prompt, opts);
+    } catch (const Error& e) {
+      return error_result(e.what());
+    }
+    return run(make_spec(std::move(req), on_token, cancel));
+  }
+
+  GenerateResult chat(const std::vector<ChatMessage>& messages, const GenerateOptions& opts,
+                      const TokenCallback& on_token, const CancelToken& cancel) override {
+    PreparedRequest req;
+    try {
+      req = prepare(messages, opts);
+    } catch (const Error& e) {
+      return error_result(e.what());
+    }
+    return run(make_spec(std::move(req), on_token, cancel));
+  }
+
+  std::vector<GenerateResult> batch_generate(const std::vector<Prompt>& prompts,
+                                             const GenerateOptions& opts, const CancelToken& cancel,
+                                             BatchMetrics* metrics) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<GenerateResult> out(prompts.size());
+    std::vector<std::shared_ptr<RequestShared>> shared(prompts.size());
+    std::vector<RequestSpec> specs;
+    std::string options_error;  // the options are checked once, for every prompt
+    try {
+      validate(opts);
+    } catch (const Error& e) {
+      options_error = e.what();
+    }
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      std::string error = options_error;
+      PreparedRequest req;
+      if (error.empty()) {
+        try {
+          req = prepare_checked(prompt_ids(prompts[i], opts.add_special_tokens), opts, "prompt");
+        } catch (const Error& e) {
+          error = e.what();
+        }
+      }
+      if (!error.empty()) {
+        out[i] = error_result(error);
+        continue;
+      }
+      specs.push_back(make_spec(std::move(req), {}, cancel));
+      shared[i] = specs.back().shared;
+    }
+    sched_->submit(std::move(specs));
+    for (size_t i = 0; i < prompts.size(); ++i)
+      if (shared[i]) out[i] = wait(*shared[i]);
+    if (metrics) {
+      *metrics = BatchMetrics{};
+      metrics->requests = static_cast<int>(out.size());
+      for (const auto& r : out) {
+        metrics->prompt_tokens += r.metrics.prompt_tokens;
+        metrics->generated_tokens += r.metrics.generated_tokens;
+      }
+      finish_batch_metrics(*metrics, t0);
+    }
+    return out;
+  }
+
+  std::vector<ClassifyResult> classify(const std::vector<Prompt>& prompts,
+                                       const ClassifyOptions& opts,
+                                       BatchMetrics* metrics) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    check_classify_options(opts);  // throws: every prompt shares the options
+    std::vector<ClassifyResult> out(prompts.size());
+    std::vector<PreparedClassify> reqs;
+    std::vector<size_t> at;  // reqs[j] is prompts[at[j]]
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      try {
+        reqs.push_back(prepare_checked(prompts[i], opts));
+        at.push_back(i);
+      } catch (const Error& e) {
+        out[i].error = e.what();
+      }
+    }
+    std::vector<ClassifyResult> ran = run_classify(std::move(reqs));
+    for (size_t j = 0; j < ran.size(); ++j) out[at[j]] = std::move(ran[j]);
+    if (metrics) classify_metrics(out, t0, *metrics);
+    return out;
+  }
+
+  std::vector<ClassifyResult> classify(const std::vector<PreparedClassify>& reqs,
+                                       BatchMetrics* metrics) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<ClassifyResult> out = run_classify(reqs);
+    if (metrics) classify_metrics(out, t0, *metrics);
+    return out;
+  }
+
+  std::unique_ptr<RequestStream> submit(const PreparedRequest& req) override {
+    RequestSpec spec = make_spec(req, {}, CancelToken());
+    auto sh = spec.shared;
+    sh->stream = true;
+    sched_->submit(std::move(spec));
+    return std::make_unique<StreamImpl>(sh);
+  }
+
+  std::unique_ptr<RequestStream> submit(const Prompt& prompt,
+                                        const GenerateOptions& opts) override {
+    PreparedRequest req;
+    try {
+      req = prepare(prompt, opts);
+    } catch (const Error& e) {  // the stream's one event is the result
+      auto sh = std::make_shared<RequestShared>();
+      sh->stream = true;
+      sh->result = error_result(e.what());
+      publish_result(*sh, "");
+      return std::make_unique<StreamImpl>(sh);
+    }
+    return submit(req);
+  }
+
+  std::vector<int32_t> tokenize(std::string_view text, bool add_special) const override {
+    if (!tokenizer_) fail_arg("this model directory has no tokenizer.json");
+    return tokenizer_->encode(text, add_special);
+  }
+  std::string detokenize(const std::vector<int32_t>& ids) const override {
+    if (!tokenizer_) return "";
+    return tokenizer_->decode(ids, true);
+  }
+  std::string apply_chat_template(const std::vector<ChatMessage>& messages,
+                                  bool add_generation_prompt) const override {
+    return render_chat(messages, add_generation_prompt);
+  }
+  EngineStats stats() const override { return sched_->stats(); }
+
+ private:
   std::vector<int32_t> prompt_ids(const Prompt& p, bool add_special) const {
     if (const auto* ids = std::get_if<std::vector<int32_t>>(&p)) {
-      if (ids->empty()) fail_arg("the token list is empty");
-      for (size_t i = 0; i < ids->size(); ++i)
-        if ((*ids)[i] < 0 || (*ids)[i] >= info().vocab_size)
-          fail_arg("token id " + std::to_string((*ids)[i]) + " at index " + std::to_string(i) +
-                   " is outside the vocabulary [0, " + std::to_string(info().vocab_size) + ")");
+      check_prompt_ids(*ids, info().vocab_size, "prompt");
       return *ids;
     }
     if (!tokenizer_)
-      fail_arg("this model directory has no tokenizer.json: pass token ids instead of text");
+      throw RequestError(
+          "prompt", "this model directory has no tokenizer.json: pass token ids instead of text");
     auto ids = tokenizer_->encode(std::get<std::string>(p), add_special);
-    if (ids.empty()) fail_arg("the prompt is empty");
+    if (ids.empty()) throw RequestError("prompt", "the prompt is empty");
     return ids;
   }
 
-  // Builds a request, or sets `error` when its own input makes it fail.
-  RequestSpec make_spec(const Prompt& p, const GenerateOptions& g, TokenCallback cb,
-                        const CancelToken& cancel, std::string& error) {
-    std::vector<int32_t> ids;
-    try {
-      validate(g);
-      ids = prompt_ids(p, g.add_special_tokens);
-    } catch (const Error& e) {
-      error = e.what();
-      return {};
-    }
-    std::vector<int32_t> stop_ids;
-    if (!g.ignore_eos) stop_ids = eos_;
-    for (int32_t id : g.stop_token_ids)
-      if (std::find(stop_ids.begin(), stop_ids.end(), id) == stop_ids.end()) stop_ids.push_back(id);
+  // prepare() once the options have passed validate(): max_tokens, the context, the stop ids.
+  PreparedRequest prepare_checked(std::vector<int32_t> ids, const GenerateOptions& g,
+                                  const std::string& field) const {
+    PreparedRequest r;
+    const int n = static_cast<int>(ids.size());
+    r.prompt = std::move(ids);
+    r.options = g;
+    r.options.max_tokens = resolve_max_tokens(g, n, context_, field);
+    r.options.max_tokens_to_context = false;
+    check_context(n, r.options.max_tokens, context_, field);
+    r.stop_ids = stop_ids_for(g, eos_);
+    return r;
+  }
+
+  PreparedClassify prepare_checked(const Prompt& prompt, const ClassifyOptions& o) const {
+    PreparedClassify r;
+    r.prompt = prompt_ids(prompt, o.add_special_tokens);
+    check_classify_context(static_cast<int>(r.prompt.size()), context_);
+    r.options = o;
+    return r;
+  }
+
+  std::string render_chat(const std::vector<ChatMessage>& messages,
+                          bool add_generation_prompt) const {
+    if (!chat_template_)
+      throw RequestError("messages",
+                         "this model directory has no chat template (tokenizer_config.json "
+                         "chat_template)");
+    return tessera::apply_chat_template(*chat_template_, messages_json(messages),
+                                        add_generation_prompt, template_context_);
+  }
+
+  RequestSpec make_spec(PreparedRequest req, TokenCallback cb, const CancelToken& cancel) const {
     auto shared = std::make_shared<RequestShared>();
     shared->cancel = cancel;
-    return generate_request(std::move(ids), g, std::move(stop_ids),
+    return generate_request(std::move(req.prompt), req.options, std::move(req.stop_ids),
                             tokenizer_ ? std::make_unique<DetokenizerStream>(*tokenizer_) : nullptr,
                             std::move(cb), token_text_fn(), std::move(shared));
   }
@@ -214,147 +364,43 @@ class EngineImpl final : public Engine {
     return sh.result;
   }
 
-  GenerateResult generate(const Prompt& prompt, const GenerateOptions& opts,
-                          const TokenCallback& on_token, const CancelToken& cancel) override {
-    std::string error;
-    RequestSpec spec = make_spec(prompt, opts, on_token, cancel, error);
-    if (!error.empty()) return error_result(error);
+  GenerateResult run(RequestSpec spec) {
     auto sh = spec.shared;
     sched_->submit(std::move(spec));
     return wait(*sh);
   }
 
-  std::string render_chat(const std::vector<ChatMessage>& messages,
-                          bool add_generation_prompt) const {
-    if (!chat_template_)
-      fail_arg("this model directory has no chat template (tokenizer_config.json chat_template)");
-    return tessera::apply_chat_template(*chat_template_, messages_json(messages),
-                                        add_generation_prompt, template_context_);
-  }
-
-  GenerateResult chat(const std::vector<ChatMessage>& messages, const GenerateOptions& opts,
-                      const TokenCallback& on_token, const CancelToken& cancel) override {
-    std::string prompt;
-    try {
-      prompt = render_chat(messages, true);
-    } catch (const Error& e) {
-      GenerateResult r;
-      r.finish_reason = FinishReason::error;
-      r.error = e.what();
-      return r;
-    }
-    // The template writes the special tokens itself (BOS included), as transformers'
-    // apply_chat_template(tokenize=True) encodes without adding any.
-    GenerateOptions g = opts;
-    g.add_special_tokens = false;
-    return generate(prompt, g, on_token, cancel);
-  }
-
-  std::vector<GenerateResult> batch_generate(const std::vector<Prompt>& prompts,
-                                             const GenerateOptions& opts, const CancelToken& cancel,
-                                             BatchMetrics* metrics) override {
-    const auto t0 = std::chrono::steady_clock::now();
-    std::vector<GenerateResult> out(prompts.size());
-    std::vector<std::shared_ptr<RequestShared>> shared(prompts.size());
+  std::vector<ClassifyResult> run_classify(std::vector<PreparedClassify> reqs) {
+    std::vector<std::shared_ptr<RequestShared>> shared;
     std::vector<RequestSpec> specs;
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      std::string error;
-      RequestSpec spec = make_spec(prompts[i], opts, {}, cancel, error);
-      if (!error.empty()) {
-        out[i] = error_result(error);
-        continue;
-      }
-      shared[i] = spec.shared;
-      specs.push_back(std::move(spec));
+    for (PreparedClassify& r : reqs) {
+      shared.push_back(std::make_shared<RequestShared>());
+      specs.push_back(
+          classify_request(std::move(r.prompt), r.options, token_text_fn(), shared.back()));
     }
     sched_->submit(std::move(specs));
-    for (size_t i = 0; i < prompts.size(); ++i)
-      if (shared[i]) out[i] = wait(*shared[i]);
-    if (metrics) {
-      *metrics = BatchMetrics{};
-      metrics->requests = static_cast<int>(out.size());
-      for (const auto& r : out) {
-        metrics->prompt_tokens += r.metrics.prompt_tokens;
-        metrics->generated_tokens += r.metrics.generated_tokens;
-      }
-      finish_batch_metrics(*metrics, t0);
-    }
-    return out;
-  }
-
-  std::vector<ClassifyResult> classify(const std::vector<Prompt>& prompts,
-                                       const ClassifyOptions& opts,
-                                       BatchMetrics* metrics) override {
-    const auto t0 = std::chrono::steady_clock::now();
-    validate(opts.sampling);
-    if (opts.top_logprobs < 0 || opts.top_logprobs > 20)
-      fail_arg("top_logprobs must be in [0, 20]");
-    std::vector<ClassifyResult> out(prompts.size());
-    std::vector<std::shared_ptr<RequestShared>> shared(prompts.size());
-    std::vector<RequestSpec> specs;
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      std::vector<int32_t> ids;
-      try {
-        ids = prompt_ids(prompts[i], opts.add_special_tokens);
-      } catch (const Error& e) {
-        out[i].error = e.what();
-        continue;
-      }
-      shared[i] = std::make_shared<RequestShared>();
-      specs.push_back(classify_request(std::move(ids), opts, token_text_fn(), shared[i]));
-    }
-    sched_->submit(std::move(specs));
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      if (!shared[i]) continue;
-      RequestShared& sh = *shared[i];
-      wait(sh);
-      std::lock_guard<std::mutex> lk(sh.mu);
-      ClassifyResult c = std::move(sh.classify);
-      if (c.error.empty() && sh.result.finish_reason == FinishReason::error)
-        c.error = sh.result.error;
-      if (c.error.empty() && sh.result.finish_reason == FinishReason::cancelled)
+    std::vector<ClassifyResult> out;
+    for (auto& sh : shared) {
+      wait(*sh);
+      std::lock_guard<std::mutex> lk(sh->mu);
+      ClassifyResult c = std::move(sh->classify);
+      if (c.error.empty() && sh->result.finish_reason == FinishReason::error)
+        c.error = sh->result.error;
+      if (c.error.empty() && sh->result.finish_reason == FinishReason::cancelled)
         c.error = "cancelled";
-      out[i] = std::move(c);
-    }
-    if (metrics) {
-      *metrics = BatchMetrics{};
-      metrics->requests = static_cast<int>(out.size());
-      for (const auto& c : out) metrics->prompt_tokens += c.prompt_tokens;
-      finish_batch_metrics(*metrics, t0);
+      out.push_back(std::move(c));
     }
     return out;
   }
 
-  std::unique_ptr<RequestStream> submit(const Prompt& prompt,
-                                        const GenerateOptions& opts) override {
-    std::string error;
-    RequestSpec spec = make_spec(prompt, opts, {}, CancelToken(), error);
-    auto sh = error.empty() ? spec.shared : std::make_shared<RequestShared>();
-    sh->stream = true;
-    if (!error.empty()) {  // the stream's one event is the result
-      sh->result = error_result(error);
-      publish_result(*sh, "");
-      return std::make_unique<StreamImpl>(sh);
-    }
-    sched_->submit(std::move(spec));
-    return std::make_unique<StreamImpl>(sh);
+  void classify_metrics(const std::vector<ClassifyResult>& out,
+                        std::chrono::steady_clock::time_point t0, BatchMetrics& m) const {
+    m = BatchMetrics{};
+    m.requests = static_cast<int>(out.size());
+    for (const auto& c : out) m.prompt_tokens += c.prompt_tokens;
+    finish_batch_metrics(m, t0);
   }
 
-  std::vector<int32_t> tokenize(std::string_view text, bool add_special) const override {
-    if (!tokenizer_) fail_arg("this model directory has no tokenizer.json");
-    return tokenizer_->encode(text, add_special);
-  }
-  std::string detokenize(const std::vector<int32_t>& ids) const override {
-    if (!tokenizer_) return "";
-    return tokenizer_->decode(ids, true);
-  }
-  std::string apply_chat_template(const std::vector<ChatMessage>& messages,
-                                  bool add_generation_prompt) const override {
-    return render_chat(messages, add_generation_prompt);
-  }
-  EngineStats stats() const override { return sched_->stats(); }
-
- private:
   // The weights, and the tokenizer and chat template when the directory has them.
   void load_files(const EngineOptions& o) {
     dir_ = std::make_unique<ModelDir>(o.model_dir);

@@ -33,8 +33,8 @@ struct ApiError : std::runtime_error {
 // {"error": {...}} for e.
 nlohmann::json error_json(const ApiError& e);
 
-// A tessera::Error from the engine as an API error: bad options are 400 (the parameter is taken
-// from the message when it starts with one, e.g. "top_p must be in (0, 1]"), the rest 500.
+// A tessera::Error from the engine as an API error: a RequestError is a 400 naming its field as
+// the parameter (with its code), another invalid_argument a 400, the rest 500.
 ApiError api_error_from(const Error& e);
 
 // A request the scheduler failed in flight (GenerateResult::error): its step failing is the

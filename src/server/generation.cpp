@@ -6,51 +6,16 @@ namespace tessera::server {
 
 using Clock = std::chrono::steady_clock;
 
-std::vector<int32_t> resolve_prompt(Engine& engine, const Prompt& p, bool add_special,
-                                    const std::string& param) {
-  if (const auto* ids = std::get_if<std::vector<int32_t>>(&p)) {
-    const int vocab = engine.info().vocab_size;
-    for (size_t i = 0; i < ids->size(); ++i)
-      if ((*ids)[i] < 0 || (*ids)[i] >= vocab)
-        bad_request("token id " + std::to_string((*ids)[i]) + " at index " + std::to_string(i) +
-                        " is outside the vocabulary [0, " + std::to_string(vocab) + ")",
-                    param);
-    return *ids;
-  }
-  if (!engine.has_tokenizer())
-    bad_request("this model has no tokenizer.json: send the prompt as token ids", param);
-  auto ids = engine.tokenize(std::get<std::string>(p), add_special);
-  if (ids.empty()) bad_request("the prompt is empty", param);
-  return ids;
-}
-
-void check_context(const Engine& engine, int prompt_tokens, int max_tokens,
-                   const std::string& param) {
-  const int ctx = engine.context_length();
-  if (prompt_tokens + max_tokens <= ctx) return;
-  const char* what = param == "messages" ? "messages" : "prompt";
-  throw ApiError(
-      400,
-      "This model's maximum context length is " + std::to_string(ctx) +
-          " tokens. However, you requested " + std::to_string(prompt_tokens + max_tokens) +
-          " tokens (" + std::to_string(prompt_tokens) + " in the " + what + ", " +
-          std::to_string(max_tokens) + " for the completion). Please reduce the length of the " +
-          what + " or the completion.",
-      "invalid_request_error", prompt_tokens >= ctx ? param : "max_tokens",
-      "context_length_exceeded");
-}
-
-std::vector<ChoiceSpec> make_choices(const std::vector<std::vector<int32_t>>& prompts,
-                                     const GenerateOptions& gen, int n) {
+std::vector<ChoiceSpec> make_choices(const std::vector<PreparedRequest>& prompts, int n) {
   std::vector<ChoiceSpec> out;
   for (size_t p = 0; p < prompts.size(); ++p) {
     for (int i = 0; i < n; ++i) {
       ChoiceSpec c;
       c.index = static_cast<int>(p) * n + i;
       c.prompt = static_cast<int>(p);
-      c.prompt_ids = prompts[p];
-      c.gen = gen;
-      if (gen.sampling.seed) c.gen.sampling.seed = *gen.sampling.seed + static_cast<uint64_t>(i);
+      c.request = prompts[p];
+      SamplingOptions& so = c.request.options.sampling;
+      if (so.seed) so.seed = *so.seed + static_cast<uint64_t>(i);
       out.push_back(std::move(c));
     }
   }
@@ -81,7 +46,7 @@ ChoiceRun::ChoiceRun(ServerState& state, std::string endpoint, std::vector<Choic
   remaining_ = k;
   try {
     streams_.reserve(specs_.size());
-    for (const auto& s : specs_) streams_.push_back(state_.engine.submit(s.prompt_ids, s.gen));
+    for (const auto& s : specs_) streams_.push_back(state_.engine.submit(s.request));
   } catch (...) {
     // No destructor runs for a half-built run: give the slots back (dropped streams cancel).
     state_.release(reserved_);

@@ -20,23 +20,12 @@ namespace tessera::server {
 struct ChoiceSpec {
   int index = 0;   // the choice's "index" in the response
   int prompt = 0;  // which prompt of the request
-  std::vector<int32_t> prompt_ids;
-  GenerateOptions gen;
+  PreparedRequest request;
 };
 
-// A prompt's token ids: text through the tokenizer (add_special: BOS as Hugging Face adds it),
-// ids checked against the vocabulary. 400 naming param when the prompt is unusable.
-std::vector<int32_t> resolve_prompt(Engine& engine, const Prompt& p, bool add_special,
-                                    const std::string& param);
-
-// 400 (code context_length_exceeded) when prompt + max_tokens exceeds the context, in the words
-// OpenAI uses.
-void check_context(const Engine& engine, int prompt_tokens, int max_tokens,
-                   const std::string& param);
-
-// prompts x n choices; with a seed, choice i of a prompt gets seed + i (one seed, one text).
-std::vector<ChoiceSpec> make_choices(const std::vector<std::vector<int32_t>>& prompts,
-                                     const GenerateOptions& gen, int n);
+// prompts (each through Engine::prepare) x n choices; with a seed, choice i of a prompt gets
+// seed + i (one seed, one text).
+std::vector<ChoiceSpec> make_choices(const std::vector<PreparedRequest>& prompts, int n);
 
 class ChoiceRun {
  public:

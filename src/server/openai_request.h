@@ -1,7 +1,7 @@
 // OpenAI request bodies -> tessera option structs. Pure functions over JSON (no HTTP, no engine)
 // so that tests/server can check every type and range error; they throw ApiError (400) naming
 // the parameter at fault. Ranges the engine owns (temperature, top_p, ...) are left to
-// Engine::validate, which the routes call next.
+// Engine::prepare, which the routes call next.
 //
 // Shapes follow OpenAI's API reference for /v1/completions and /v1/chat/completions; vLLM's
 // sampling extensions are accepted too (top_k, min_p, repetition_penalty, min_tokens,

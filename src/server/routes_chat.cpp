@@ -1,5 +1,6 @@
-// POST /v1/chat/completions: messages through the model's chat template (as Engine::chat renders
-// them), n choices through the scheduler, as one response or chat.completion.chunk events.
+// POST /v1/chat/completions: messages through the model's chat template (Engine::prepare, as
+// Engine::chat renders them), n choices through the scheduler, as one response or
+// chat.completion.chunk events.
 #include <ctime>
 
 #include "server/generation.h"
@@ -21,25 +22,13 @@ void chat(RequestContext& ctx) {
         "this model has no chat template (tokenizer_config.json chat_template): use "
         "/v1/completions",
         "messages");
-  std::string text;
-  try {
-    text = engine.apply_chat_template(r.messages, /*add_generation_prompt=*/true);
-  } catch (const Error& e) {
-    bad_request(std::string("the chat template rejected the messages: ") + e.what(), "messages");
-  }
-  // The template writes the special tokens (BOS included) itself, as Engine::chat encodes it.
-  std::vector<int32_t> ids = engine.tokenize(text, /*add_special_tokens=*/false);
-  if (ids.empty()) bad_request("the messages render to an empty prompt", "messages");
-  const int n_prompt = static_cast<int>(ids.size());
-  if (!r.max_tokens_given) {
-    // OpenAI's default: as many tokens as the context has left.
-    r.gen.max_tokens = engine.context_length() - n_prompt;
-    if (r.gen.max_tokens < 1) check_context(engine, n_prompt, 1, "messages");
-  }
-  engine.validate(r.gen);
-  check_context(engine, n_prompt, r.gen.max_tokens, "messages");
+  // OpenAI's default without max_tokens: as many tokens as the context has left.
+  r.gen.max_tokens_to_context = !r.max_tokens_given;
+  // Rendered through the template and tokenized as Engine::chat does, checked once.
+  PreparedRequest req = engine.prepare(r.messages, r.gen);
+  const int n_prompt = static_cast<int>(req.prompt.size());
 
-  auto run = start_choices(ctx, {ids}, r.gen, r.n);
+  auto run = start_choices(ctx, {req}, r.n);
   const std::string id = new_response_id("chatcmpl-");
   const int64_t created = static_cast<int64_t>(std::time(nullptr));
   const std::string& model = ctx.state.opts.model_name;

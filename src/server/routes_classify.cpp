@@ -42,23 +42,22 @@ void classify(RequestContext& ctx) {
   Engine& engine = ctx.state.engine;
   ClassifyRequest r = parse_classify_request(request_json(ctx));
   check_model(ctx.state, r.model);
-  engine.validate(r.opts.sampling);
-  std::vector<Prompt> prompts;
+  std::vector<PreparedClassify> prompts;
   int prompt_total = 0;
   for (size_t i = 0; i < r.prompts.size(); ++i) {
-    auto ids = resolve_prompt(engine, r.prompts[i], r.opts.add_special_tokens, "prompt");
-    if (static_cast<int>(ids.size()) > engine.context_length())
-      bad_request("prompt " + std::to_string(i) + " has " + std::to_string(ids.size()) +
-                      " tokens but the context length is " +
-                      std::to_string(engine.context_length()),
-                  "prompt", "context_length_exceeded");
-    prompt_total += static_cast<int>(ids.size());
-    prompts.emplace_back(std::move(ids));
+    try {
+      prompts.push_back(engine.prepare(r.prompts[i], r.opts));
+    } catch (const RequestError& e) {
+      if (e.field() != "prompt") throw;
+      throw ApiError(400, "prompt " + std::to_string(i) + ": " + e.what(), "invalid_request_error",
+                     e.field(), e.code());
+    }
+    prompt_total += static_cast<int>(prompts.back().prompt.size());
   }
   std::vector<ClassifyResult> results;
   {
     Slots slots(ctx.state, static_cast<int>(prompts.size()));
-    results = engine.classify(prompts, r.opts);
+    results = engine.classify(prompts);
   }
   nlohmann::json data = nlohmann::json::array();
   for (size_t i = 0; i < results.size(); ++i) {

@@ -16,16 +16,13 @@ void completions(RequestContext& ctx) {
   Engine& engine = ctx.state.engine;
   CompletionRequest r = parse_completion_request(request_json(ctx));
   check_model(ctx.state, r.model);
-  engine.validate(r.gen);
-  std::vector<std::vector<int32_t>> prompts;
-  for (const auto& p : r.prompts) {
-    prompts.push_back(resolve_prompt(engine, p, /*add_special=*/true, "prompt"));
-    check_context(engine, static_cast<int>(prompts.back().size()), r.gen.max_tokens, "prompt");
-  }
+  // Each prompt checked and tokenized once; a RequestError is a 400 naming its field.
+  std::vector<PreparedRequest> prompts;
+  for (const auto& p : r.prompts) prompts.push_back(engine.prepare(p, r.gen));
   std::vector<int> prompt_tokens;
-  for (const auto& p : prompts) prompt_tokens.push_back(static_cast<int>(p.size()));
+  for (const auto& p : prompts) prompt_tokens.push_back(static_cast<int>(p.prompt.size()));
 
-  auto run = start_choices(ctx, prompts, r.gen, r.n);
+  auto run = start_choices(ctx, prompts, r.n);
   const std::string id = new_response_id("cmpl-");
   const int64_t created = static_cast<int64_t>(std::time(nullptr));
   const std::string& model = ctx.state.opts.model_name;

@@ -5,10 +5,9 @@ namespace tessera::server {
 using Item = ChoiceRun::Item;
 
 std::shared_ptr<ChoiceRun> start_choices(RequestContext& ctx,
-                                         const std::vector<std::vector<int32_t>>& prompts,
-                                         const GenerateOptions& gen, int n) {
+                                         const std::vector<PreparedRequest>& prompts, int n) {
   return std::make_shared<ChoiceRun>(
-      ctx.state, ctx.endpoint, make_choices(prompts, gen, n),
+      ctx.state, ctx.endpoint, make_choices(prompts, n),
       ConnectionWatch::find(ctx.req.remote_addr, ctx.req.remote_port, ctx.req.local_port),
       ctx.t_start);
 }

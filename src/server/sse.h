@@ -15,8 +15,7 @@ namespace tessera::server {
 // Submits prompts x n choices for the request of ctx (its server state, its connection for
 // disconnect detection, its start time for the latency histogram).
 std::shared_ptr<ChoiceRun> start_choices(RequestContext& ctx,
-                                         const std::vector<std::vector<int32_t>>& prompts,
-                                         const GenerateOptions& gen, int n);
+                                         const std::vector<PreparedRequest>& prompts, int n);
 
 // Waits for every choice's first event first, so that a request the engine refuses still gets
 // an HTTP error status (and not a 200 followed by an error event); then streams. The format's

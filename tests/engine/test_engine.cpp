@@ -120,6 +120,114 @@ TEST(Engine, InvalidOptionsFailTheRequestOnly) {
   EXPECT_EQ(e->generate(std::string("x"), greedy(4)).finish_reason, FinishReason::length);
 }
 
+// The error prepare() throws, or nothing.
+template <class F>
+std::optional<RequestError> prepare_error(F&& f) {
+  try {
+    f();
+  } catch (const RequestError& e) {
+    return e;
+  }
+  return std::nullopt;
+}
+
+TEST(Engine, PrepareTokenizesOnceAndRunsAsGenerate) {
+  auto e = tiny_engine();
+  GenerateOptions g = greedy(6);
+  g.stop_token_ids = {7};
+  const PreparedRequest req = e->prepare(std::string("Tell me a story"), g);
+  EXPECT_EQ(req.prompt, e->tokenize("Tell me a story", true));
+  std::vector<int32_t> stops = e->eos_token_ids();
+  stops.push_back(7);
+  EXPECT_EQ(req.stop_ids, stops);
+  EXPECT_EQ(req.options.max_tokens, 6);
+  // The prepared request runs as the prompt it came from.
+  const GenerateResult a = e->generate(req);
+  const GenerateResult b = e->generate(std::string("Tell me a story"), g);
+  ASSERT_NE(a.finish_reason, FinishReason::error) << a.error;
+  EXPECT_EQ(a.ids, b.ids);
+  EXPECT_EQ(a.text, b.text);
+  g.ignore_eos = true;
+  EXPECT_EQ(e->prepare(std::vector<int32_t>{2, 5}, g).stop_ids, std::vector<int32_t>{7});
+  // A stream of a prepared request gives the same ids.
+  auto s = e->submit(req);
+  RequestStream::Event ev;
+  std::vector<int32_t> streamed;
+  while (s->next(ev, 10000) && !ev.done)
+    if (ev.id >= 0) streamed.push_back(ev.id);
+  EXPECT_EQ(streamed, a.ids);
+}
+
+TEST(Engine, PrepareRendersChatAndFillsTheContext) {
+  auto e = tiny_engine();
+  const std::vector<ChatMessage> m = {{"user", "Hi"}};
+  GenerateOptions g = greedy(8);
+  g.max_tokens_to_context = true;
+  const PreparedRequest req = e->prepare(m, g);
+  EXPECT_EQ(req.prompt, e->tokenize(e->apply_chat_template(m, true), false));
+  EXPECT_FALSE(req.options.add_special_tokens);
+  EXPECT_FALSE(req.options.max_tokens_to_context);
+  EXPECT_EQ(req.options.max_tokens, e->context_length() - static_cast<int>(req.prompt.size()));
+  auto bad = prepare_error([&] { e->prepare({{"user", "a"}, {"user", "b"}}, greedy(4)); });
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->field(), "messages");
+  EXPECT_NE(std::string(bad->what()).find("the chat template rejected the messages"),
+            std::string::npos)
+      << bad->what();
+}
+
+TEST(Engine, PrepareErrorsNameTheField) {
+  auto e = tiny_engine();  // context 512
+  GenerateOptions g = greedy(8);
+  g.sampling.top_p = 0;
+  EXPECT_EQ(prepare_error([&] { e->prepare(std::string("x"), g); })->field(), "top_p");
+  auto vocab = prepare_error([&] { e->prepare(std::vector<int32_t>{2, 10'000'000}, greedy(4)); });
+  ASSERT_TRUE(vocab);
+  EXPECT_EQ(vocab->field(), "prompt");
+  auto long_prompt = prepare_error([&] { e->prepare(std::vector<int32_t>(600, 5), greedy(4)); });
+  ASSERT_TRUE(long_prompt);
+  EXPECT_EQ(long_prompt->field(), "prompt");
+  EXPECT_EQ(long_prompt->code(), "context_length_exceeded");
+  auto many = prepare_error([&] { e->prepare(std::vector<int32_t>{2, 5}, greedy(512)); });
+  ASSERT_TRUE(many);
+  EXPECT_EQ(many->field(), "max_tokens");
+  EXPECT_EQ(many->code(), "context_length_exceeded");
+  // generate() reports the same errors as its result.
+  const GenerateResult r = e->generate(std::vector<int32_t>(600, 5), greedy(4));
+  EXPECT_EQ(r.finish_reason, FinishReason::error);
+  EXPECT_EQ(r.error, long_prompt->what());
+  auto s = e->submit(std::vector<int32_t>(600, 5), greedy(4));
+  RequestStream::Event ev;
+  ASSERT_TRUE(s->next(ev, 1000));
+  EXPECT_TRUE(ev.done);
+  EXPECT_EQ(ev.result.finish_reason, FinishReason::error);
+}
+
+TEST(Engine, PreparedClassifyRunsAsClassify) {
+  auto e = tiny_engine();
+  ClassifyOptions o;
+  o.top_logprobs = 2;
+  const std::vector<Prompt> prompts = {std::string("Hello"), std::vector<int32_t>{2, 10, 20}};
+  std::vector<PreparedClassify> reqs;
+  for (const auto& p : prompts) reqs.push_back(e->prepare(p, o));
+  const auto a = e->classify(reqs);
+  const auto b = e->classify(prompts, o);
+  ASSERT_EQ(a.size(), 2u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(a[i].error.empty()) << a[i].error;
+    EXPECT_EQ(a[i].token, b[i].token);
+    EXPECT_EQ(a[i].top_logprobs.size(), 2u);
+    EXPECT_EQ(a[i].prompt_tokens, static_cast<int>(reqs[i].prompt.size()));
+  }
+  auto too_long = prepare_error([&] { e->prepare(std::vector<int32_t>(513, 5), o); });
+  ASSERT_TRUE(too_long);
+  EXPECT_EQ(too_long->code(), "context_length_exceeded");
+  // A prompt's own error is its result's; the others run.
+  const auto mixed = e->classify({std::vector<int32_t>{2, 10'000'000}, std::string("Hello")}, o);
+  EXPECT_NE(mixed[0].error.find("outside the vocabulary"), std::string::npos);
+  EXPECT_EQ(mixed[1].token, b[0].token);
+}
+
 TEST(Engine, MemoryLimitFailsCleanlyAtLoad) {
   try {
     tiny_engine(10 << 20);  // 10 MiB: the weights alone take ~67 MiB

@@ -4,6 +4,7 @@
 
 #include "server/api_error.h"
 #include "server/openai_request.h"
+#include "tessera/engine.h"
 
 namespace tessera::server {
 namespace {
@@ -217,17 +218,28 @@ TEST(OpenAIRequest, Classify) {
   EXPECT_EQ(error_of([] { parse_classify_request(json{{"top_logprobs", 1}}); }).param, "prompt");
 }
 
-TEST(ApiErrors, EngineMessagesNameTheirParameter) {
-  EXPECT_EQ(
-      api_error_from(Error(ErrorKind::invalid_argument, "top_p must be in (0, 1] (got 2)")).param,
-      "top_p");
-  EXPECT_EQ(api_error_from(Error(ErrorKind::invalid_argument, "top_p must be in (0, 1]")).status,
-            400);
-  EXPECT_EQ(
-      api_error_from(Error(ErrorKind::invalid_argument, "stop strings must not be empty")).param,
-      "stop");
-  EXPECT_EQ(api_error_from(Error(ErrorKind::invalid_argument, "max_tokens must be positive")).param,
-            "max_tokens");
+TEST(ApiErrors, EngineRequestErrorsNameTheirParameter) {
+  // The engine's own check, through the mapping the handlers use.
+  SamplingOptions bad;
+  bad.top_p = 2;
+  try {
+    validate_sampling_options(bad);
+    FAIL() << "top_p 2 accepted";
+  } catch (const Error& e) {
+    const ApiError a = api_error_from(e);
+    EXPECT_EQ(a.status, 400);
+    EXPECT_EQ(a.param, "top_p");
+    EXPECT_EQ(a.type, "invalid_request_error");
+  }
+  const ApiError ctx =
+      api_error_from(RequestError("max_tokens", "too long", "context_length_exceeded"));
+  EXPECT_EQ(ctx.param, "max_tokens");
+  EXPECT_EQ(ctx.code, "context_length_exceeded");
+  EXPECT_EQ(ctx.status, 400);
+  // Other invalid arguments are still the client's (400) but name nothing; the rest are ours.
+  const ApiError plain = api_error_from(Error(ErrorKind::invalid_argument, "top_p is odd"));
+  EXPECT_EQ(plain.status, 400);
+  EXPECT_TRUE(plain.param.empty());
   EXPECT_EQ(api_error_from(Error(ErrorKind::internal, "boom")).status, 500);
   json j = error_json(
       ApiError(404, "no such model", "invalid_request_error", "model", "model_not_found"));

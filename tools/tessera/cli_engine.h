@@ -42,6 +42,8 @@ struct GenerateArgs {
   bool ignore_eos = false;
 };
 void add_generate_options(CLI::App* cmd, GenerateArgs& a);
+// Checks the flags before a model loads, in the flags' names; Engine::prepare checks the request
+// again against the model (context, vocabulary).
 GenerateOptions to_generate(const GenerateArgs& a);
 
 // "4G", "512M", "1024K" or plain bytes; throws Error(invalid_argument) naming the option.

@@ -59,7 +59,7 @@ void add_chat_command(CLI::App& app) {
       if (!engine->has_chat_template())
         fail_arg(a->engine.model + ": no chat template (tokenizer_config.json)");
       if (!a->messages.empty()) {
-        GenerateResult r = engine->chat(history, g, print_piece);
+        GenerateResult r = engine->generate(engine->prepare(history, g), print_piece);
         if (r.finish_reason == FinishReason::error) fail_arg(r.error);
         std::printf("\n");
         print_metrics(r.metrics);

@@ -39,7 +39,9 @@ void add_generate_command(CLI::App& app) {
           return true;
         };
       }
-      GenerateResult r = engine->generate(prompt, g, stream);
+      // The request checked and tokenized once: its errors are the command's, before any output.
+      const PreparedRequest req = engine->prepare(prompt, g);
+      GenerateResult r = engine->generate(req, stream);
       if (r.finish_reason == FinishReason::error) fail_arg(r.error);
       if (a->json) {
         nlohmann::json j = {{"ids", r.ids},
