@@ -86,18 +86,20 @@ __global__ void __launch_bounds__(256)
 
 }  // namespace
 
+int sampler_sms() {
+  int dev = 0, n = 0;
+  TS_CUDA(cudaGetDevice(&dev));
+  TS_CUDA(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+  return n;
+}
+
 void greedy_rows(const float* logits, int64_t stride, int R, int V, float* part, int* counters,
                  int32_t* ids, cudaStream_t st) {
   if (R == 0) return;
   // kGreedyBlocks per row for a few rows (latency: one round of loads per thread); with many rows
   // about four blocks per SM in all, each with many rounds of loads in flight, instead of
   // kGreedyBlocks x R short blocks.
-  static const int sms = [] {
-    int dev = 0, n = 0;
-    TS_CUDA(cudaGetDevice(&dev));
-    TS_CUDA(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-    return n;
-  }();
+  static const int sms = sampler_sms();
   const int nb = std::clamp((4 * sms + R - 1) / R, 1, kGreedyBlocks);  // 8 per SM: the same
   launch(nb < kGreedyBlocks ? greedy_kernel<true> : greedy_kernel<false>, dim3(nb, R), 256, 0, st,
          "greedy sample", logits, stride, V, part, counters, ids);

@@ -307,12 +307,7 @@ void sample_rows(const float* logits, int64_t stride, int R, int V, const Sample
   // Blocks per row: a row alone on one SM is a large part of a decode step at V = 262,144 (passes
   // over 1 MB and 262,144 double exps); as many as the SMs allow, up to a cluster of 16, down to
   // one when the rows fill the GPU.
-  static const int sms = [] {
-    int dev = 0, n = 0;
-    TS_CUDA(cudaGetDevice(&dev));
-    TS_CUDA(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-    return n;
-  }();
+  static const int sms = sampler_sms();
   int C = 1;
   while (C < kMaxCluster && static_cast<int64_t>(C) * 2 * R <= sms && sample_cluster_fits(C * 2))
     C *= 2;

@@ -34,6 +34,9 @@ void sample_rows(const float* logits, int64_t stride, int R, int V, const Sample
 // thread's loads of a 262,144-token vocabulary are two 16-byte loads, one round trip (32 blocks
 // would leave eight loads in series); fewer per row as the rows fill the GPU (greedy.cu).
 constexpr int kGreedyBlocks = 128;
+
+// The device's SM count, which both samplers size their grids by (greedy.cu).
+int sampler_sms();
 void greedy_rows(const float* logits, int64_t stride, int R, int V, float* part, int* counters,
                  int32_t* ids, cudaStream_t st);
 
