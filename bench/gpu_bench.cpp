@@ -255,10 +255,13 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "tessera_gpu_bench: no CUDA device\n");
       return 1;
     }
-    if (no_graphs) cuda::cuda_controls(*be)->graphs = false;
+    cuda::CudaTuning& tuning = *cuda::tuning(*be);
+    if (no_graphs) tuning.graphs = false;
     json res;
     res["device"] = cuda::cuda_device_description();
-    std::printf("device: %s\n", res["device"].get<std::string>().c_str());
+    res["tuning"] = cuda::to_string(tuning);
+    std::printf("device: %s\ntuning: %s\n", res["device"].get<std::string>().c_str(),
+                res["tuning"].get<std::string>().c_str());
     // The ceilings and per-op timings run after the workloads: measured first in the same process
     // they left decode_b1 ~2% slower (1,151-1,164 vs 1,177-1,184 tok/s; allocating and freeing
     // their buffers' 4 GiB alone changed nothing, bench/NOTES-cuda.md run 25).
@@ -284,8 +287,9 @@ int main(int argc, char** argv) {
             "N", "K", "M", "gemv", "cublasLt");
         for (auto& s : shapes)
           for (int M : {1, 2, 4, 8, 16}) {
-            const double g = M <= 8 ? cuda::time_linear_us(M, s[0], s[1], 1, 20) : -1;
-            const double l = cuda::time_linear_us(M, s[0], s[1], 2, 20);
+            const double g =
+                M <= 8 ? cuda::time_linear_us(M, s[0], s[1], cuda::LinearPath::gemv, 20) : -1;
+            const double l = cuda::time_linear_us(M, s[0], s[1], cuda::LinearPath::cublaslt, 20);
             std::printf("%8d %8d %4d %9.1f %9.1f\n", s[0], s[1], M, g, l);
             cx.push_back({{"N", s[0]}, {"K", s[1]}, {"M", M}, {"gemv_us", g}, {"cublaslt_us", l}});
           }

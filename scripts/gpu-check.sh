@@ -122,9 +122,9 @@ if [ $BENCH -eq 1 ] && [ -n "$GBENCH" ]; then
   [ $rc -eq 0 ] && record "tessera_gpu_bench" PASS "" || record "tessera_gpu_bench" FAIL "rc $rc, see bench.log"
 fi
 if [ $AB -eq 1 ] && [ -n "$GBENCH" ]; then
-  for f in 0 1 0 1; do
-    echo "---- TESSERA_FUSE=$f" >>"$OUT/bench.log"
-    TESSERA_FUSE=$f timeout 60 "$GBENCH" --model $G1B --only decode_b1,ttft_512 --no-ceilings 2>&1 | \
+  for f in off on off on; do
+    echo "---- TESSERA_CUDA_TUNING=fusions=$f" >>"$OUT/bench.log"
+    TESSERA_CUDA_TUNING=fusions=$f timeout 60 "$GBENCH" --model $G1B --only decode_b1,ttft_512 --no-ceilings 2>&1 | \
       grep -E "^(decode_b1|ttft_512)" >>"$OUT/bench.log"
   done
 fi
@@ -155,8 +155,8 @@ for n, (c, t) in sorted(agg.items(), key=lambda x: -x[1][1])[:25]:
     print("%8.1f us %5d  %s" % (t, c, n))
 PY
   done
-  echo "==== bench with TESSERA_PDL=0" >>"$OUT/profile.log"
-  TESSERA_PDL=0 timeout 120 "$GBENCH" --model $G1B --only decode_b1,decode_b128,ttft_512 --no-ceilings \
+  echo "==== bench with TESSERA_CUDA_TUNING=pdl=off" >>"$OUT/profile.log"
+  TESSERA_CUDA_TUNING=pdl=off timeout 120 "$GBENCH" --model $G1B --only decode_b1,decode_b128,ttft_512 --no-ceilings \
     2>&1 | grep -v '^{' >>"$OUT/profile.log"
   echo "==== bench with graphs off" >>"$OUT/profile.log"
   timeout 120 "$GBENCH" --model $G1B --only decode_b1 --no-ceilings --no-graphs 2>&1 | grep -v '^{' >>"$OUT/profile.log"
@@ -168,7 +168,7 @@ SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2
 if [ $SANITIZER -eq 1 ] && [ -n "$SAN" ] && [ -n "$TESTS" ]; then
   echo "---- compute-sanitizer" >>"$LOG"
   timeout 150 "$SAN" --tool memcheck --error-exitcode 9 "$TESTS" \
-    --gtest_filter='CudaModel.BatchEqualsSingleWithGraphs:CudaModel.GraphReplayEqualsEagerDecode:CudaModel.DecodePrefetchChangesNothing:CudaOps.LmHeadGreedyPickTies:CudaAttention.PaddedDecodeBucketAttendsToNothing:CudaSampling.SameSeedSameStepSamePick' \
+    --gtest_filter='CudaModel.BatchEqualsSingleWithGraphs:CudaModel.GraphReplayEqualsEagerDecode:CudaOps.LinearPrefetchChangesNothing:CudaOps.LmHeadGreedyPickTies:CudaAttention.PaddedDecodeBucketAttendsToNothing:CudaSampling.SameSeedSameStepSamePick' \
     >"$OUT/sanitizer.log" 2>&1
   rc1=$?
   ids=$(python3 -c 'print(",".join(str(3 + i * 7919 % 260000) for i in range(90)))')

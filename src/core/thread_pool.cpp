@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 
 namespace tessera {
 
@@ -18,12 +17,9 @@ int64_t now_ns() {
 }
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) {
+ThreadPool::ThreadPool(int threads, int64_t spin_us)
+    : spin_ns_(std::max<int64_t>(spin_us, 0) * 1000) {
   threads = std::max(threads, 1);
-  if (const char* env = std::getenv("TESSERA_SPIN_US")) {
-    const long v = std::atol(env);
-    if (v >= 0) spin_ns_ = static_cast<int64_t>(v) * 1000;
-  }
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -144,14 +140,21 @@ void ThreadPool::parallel_dynamic(int64_t n, int64_t chunk, const RangeFn& fn) {
   dispatch((n + chunk - 1) / chunk, task);
 }
 
+namespace {
+ThreadPool::Options (*g_options)() = nullptr;
+}
+
+bool ThreadPool::set_global_options(Options (*source)()) {
+  g_options = source;
+  return true;
+}
+
 ThreadPool& ThreadPool::global() {
-  static ThreadPool pool([] {
-    if (const char* env = std::getenv("TESSERA_THREADS")) {
-      int v = std::atoi(env);
-      if (v > 0) return v;
-    }
-    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  }());
+  static const Options o = g_options ? g_options() : Options{};
+  static ThreadPool pool(o.threads > 0
+                             ? o.threads
+                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
+                         o.spin_us);
   return pool;
 }
 

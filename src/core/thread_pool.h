@@ -5,8 +5,8 @@
 // that another process keeps off its core does not hold the region up: the caller claims the
 // tasks it has not started and returns as soon as every task is done.
 // Decode issues thousands of short regions per second, so a dispatch is a few atomic stores that
-// spinning workers see within ~100 ns; workers idle for TESSERA_SPIN_US (default 200 us) sleep
-// on a futex and are woken only when they are asleep.
+// spinning workers see within ~100 ns; workers idle for the spin time (default 200 us) sleep on a
+// futex and are woken only when they are asleep.
 #pragma once
 
 #include <atomic>
@@ -22,7 +22,9 @@ class ThreadPool {
   // fn(begin, end, thread_index)
   using RangeFn = std::function<void(int64_t, int64_t, int)>;
 
-  explicit ThreadPool(int threads);
+  // threads <= 1: everything runs on the caller's thread. spin_us: how long an idle worker spins
+  // before it sleeps.
+  explicit ThreadPool(int threads, int64_t spin_us = 200);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -44,8 +46,17 @@ class ThreadPool {
   // True inside a task of any pool (nested parallel calls run inline there).
   static bool in_task();
 
-  // The process-wide pool: TESSERA_THREADS or the hardware thread count.
+  // The process-wide pool, started at its first use with the options set_global_options()
+  // registered (the CPU backend's tuning, TESSERA_CPU_TUNING threads= and spin_us=); without
+  // them, or with threads 0, the hardware thread count.
   static ThreadPool& global();
+  struct Options {
+    int threads = 0;  // 0: the hardware thread count
+    int64_t spin_us = 200;
+  };
+  // Where global() takes its options from, read once when it starts (core reads no environment:
+  // backend/cpu/cpu_tuning.cpp registers its parser during static initialisation). Returns true.
+  static bool set_global_options(Options (*source)());
 
  private:
   // fn(task, thread_index)

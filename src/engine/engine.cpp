@@ -456,9 +456,9 @@ class EngineImpl final : public Engine {
   // scheduler's counters start at zero afterwards.
   // Before it, prefills of 16, 32, ..., 512 tokens straight through the model on the scheduler's
   // pool (idle until the first request; nothing enters the prefix cache): cuBLASLt loads a GEMM
-  // kernel the first time it runs it, ~2.5 ms per linear shape on the H200, which the first
-  // prompt of each new length paid in its time to first token (12-15 ms instead of 2-4,
-  // bench/NOTES-cuda.md run 22); other lengths take these lengths' GEMM algorithms (linear.cu).
+  // kernel the first time it runs it, which the first prompt of each new length would pay in its
+  // time to first token (bench/NOTES-cuda.md has the measurement); other lengths take these
+  // lengths' GEMM algorithms (lt_gemm.cpp).
   void warm_up() {
     if (context_ < 2) return;
     auto ids = [&](int n) {  // 1, 2, ..., n (mod the vocabulary)

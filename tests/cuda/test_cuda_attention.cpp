@@ -32,7 +32,7 @@ struct AttnCase {
 // compared too.
 void run_case(const AttnCase& c, bool graphs_off = true, bool rope = false, bool norms = false) {
 #ifdef TESSERA_HAVE_CUDA
-  auto* ctl = cuda::cuda_controls(*cuda());
+  auto* ctl = cuda::tuning(*cuda());
   const bool old_graphs = ctl->graphs;
   ctl->graphs = !graphs_off;
 #endif

@@ -109,7 +109,7 @@ TEST(CudaModel, TinyLogitsMatchCpu) {
 // start at other lengths and stop early, and returns A's logits per step from each run.
 void batch_equals_single(bool graphs) {
 #ifdef TESSERA_HAVE_CUDA
-  cuda::cuda_controls(*cuda())->graphs = graphs;
+  cuda::tuning(*cuda())->graphs = graphs;
 #endif
   Loaded g = load_on(*cuda());
   const auto a = random_tokens(50), b = random_tokens(80), c = random_tokens(10);
@@ -151,7 +151,7 @@ void batch_equals_single(bool graphs) {
     }
   }
 #ifdef TESSERA_HAVE_CUDA
-  cuda::cuda_controls(*cuda())->graphs = true;
+  cuda::tuning(*cuda())->graphs = true;
 #endif
 }
 
@@ -174,7 +174,7 @@ TEST(CudaModel, GraphReplayEqualsEagerDecode) {
   const auto forced = random_tokens(12);
   std::vector<std::vector<std::vector<float>>> runs;
   for (bool graphs : {false, true}) {
-    cuda::cuda_controls(*cuda())->graphs = graphs;
+    cuda::tuning(*cuda())->graphs = graphs;
     DirectRunner r(*g.model, 64, 3);
     std::vector<std::vector<float>> out;
     std::vector<std::vector<int32_t>> p{prompt, prompt, forced};
@@ -187,41 +187,11 @@ TEST(CudaModel, GraphReplayEqualsEagerDecode) {
     }
     runs.push_back(out);
   }
-  cuda::cuda_controls(*cuda())->graphs = true;
+  cuda::tuning(*cuda())->graphs = true;
   ASSERT_EQ(runs[0].size(), runs[1].size());
   for (size_t i = 0; i < runs[0].size(); ++i) EXPECT_EQ(rel_err(runs[1][i], runs[0][i]), 0.0) << i;
 }
 
-// A one-sequence decode's L2 prefetch (the o GEMV bringing gate_up's first rows into the L2) is
-// only a hint: off, default and every row past the skipped ones give the same logits bit for bit,
-// eager and replayed.
-TEST(CudaModel, DecodePrefetchChangesNothing) {
-  TS_REQUIRE_CUDA();
-  Loaded g = load_on(*cuda());
-  auto* ctl = cuda::cuda_controls(*cuda());
-  const auto prompt = random_tokens(30);
-  const auto forced = random_tokens(10);
-  auto run = [&](int percent) {
-    ctl->prefetch_percent = percent;
-    DirectRunner r(*g.model, 64, 1);
-    std::vector<std::vector<float>> out;
-    std::vector<std::vector<int32_t>> p{prompt};
-    r.step(p, false);
-    for (int32_t t : forced) {
-      std::vector<std::vector<int32_t>> s{{t}};
-      out.push_back(r.step(s, false)[0][0]);
-    }
-    return out;
-  };
-  const auto base = run(0);
-  for (int percent : {30, 100}) {
-    const auto x = run(percent);
-    ASSERT_EQ(x.size(), base.size());
-    for (size_t i = 0; i < base.size(); ++i)
-      EXPECT_EQ(rel_err(x[i], base[i]), 0.0) << "prefetch " << percent << " step " << i;
-  }
-  ctl->prefetch_percent = cuda::CudaBackendControls{}.prefetch_percent;
-}
 #endif
 
 TEST(CudaModel, LoadOverMemoryLimitFailsCleanly) {
@@ -308,8 +278,8 @@ TEST(CudaModel, EnginePipelinedDecodeMatchesStepwise) {
   }
 }
 
-// The LM head's fused greedy pick (one sequence) and the greedy kernel (TESSERA_FUSE_ARGMAX=0)
-// generate the same ids as the host's argmax of the logits, eager and replayed.
+// The LM head's fused greedy pick (one sequence) generates the same ids as the host's argmax of
+// the logits, eager and replayed (the greedy kernel's, at two sequences: the test above).
 TEST(CudaModel, EngineFusedGreedyPickMatchesArgmax) {
   TS_REQUIRE_CUDA();
   const auto a = random_tokens(41);
@@ -324,20 +294,16 @@ TEST(CudaModel, EngineFusedGreedyPickMatchesArgmax) {
       in[0] = {want.back()};
     }
   }
-  for (const char* fused : {"1", "0"}) {
-    setenv("TESSERA_FUSE_ARGMAX", fused, 1);
-    auto e = Engine::load(tiny_engine_options(128, 1, false));
-    unsetenv("TESSERA_FUSE_ARGMAX");
-    GenerateOptions g;
-    g.max_tokens = kNew;
-    g.ignore_eos = true;
-    g.sampling.temperature = 0.f;
-    for (int run = 0; run < 2; ++run) {
-      const auto res = e->batch_generate({Prompt{a}}, g);
-      ASSERT_EQ(res.size(), 1u);
-      ASSERT_TRUE(res[0].error.empty()) << res[0].error;
-      EXPECT_EQ(res[0].ids, want) << "fused pick " << fused << ", run " << run;
-    }
+  auto e = Engine::load(tiny_engine_options(128, 1, false));
+  GenerateOptions g;
+  g.max_tokens = kNew;
+  g.ignore_eos = true;
+  g.sampling.temperature = 0.f;
+  for (int run = 0; run < 2; ++run) {
+    const auto res = e->batch_generate({Prompt{a}}, g);
+    ASSERT_EQ(res.size(), 1u);
+    ASSERT_TRUE(res[0].error.empty()) << res[0].error;
+    EXPECT_EQ(res[0].ids, want) << "run " << run;
   }
 }
 

@@ -239,7 +239,7 @@ TEST(CudaOps, GatherRows) {
 // Every GEMM path (auto, GEMV, cuBLASLt, tiled) at decode, prefill and LM-head shapes.
 TEST(CudaOps, LinearAllPaths) {
   TS_REQUIRE_CUDA();
-  auto* ctl = cuda::cuda_controls(*cuda());
+  auto* ctl = cuda::tuning(*cuda());
   ASSERT_NE(ctl, nullptr);
   struct Case {
     int M, N, K;
@@ -268,18 +268,24 @@ TEST(CudaOps, LinearAllPaths) {
     Pair ref = random_pair(c.M, c.N, c.out);
     cpu().linear(x.c.view, *w.c, c.bias ? &bias.c.view : nullptr, ref.c.view);
     const auto want = read(cpu(), ref.c, c.out);
-    // Path 1 (GEMV) with each GEMV kernel: one row per warp, streaming, tensor cores, auto.
-    const std::pair<int, int> runs[] = {{0, 1}, {1, 0}, {1, 3}, {1, 4}, {1, 1}, {2, 1}, {3, 1}};
+    // The GEMV path with each GEMV kernel: one row per warp, streaming, tensor cores, auto.
+    using cuda::GemvKernel;
+    using cuda::LinearPath;
+    const std::pair<LinearPath, GemvKernel> runs[] = {
+        {LinearPath::automatic, GemvKernel::automatic}, {LinearPath::gemv, GemvKernel::rows},
+        {LinearPath::gemv, GemvKernel::stream},         {LinearPath::gemv, GemvKernel::mma},
+        {LinearPath::gemv, GemvKernel::automatic},      {LinearPath::gemv, GemvKernel::cores},
+        {LinearPath::cublaslt, GemvKernel::automatic},  {LinearPath::tiled, GemvKernel::automatic}};
     for (const auto& [path, kind] : runs) {
       Pair out = random_pair(c.M, c.N, c.out);
       poison(out);
-      ctl->linear_path = path;
-      ctl->gemv_kind = kind;
+      ctl->linear = path;
+      ctl->gemv = kind;
       cuda()->linear(x.g.view, *w.g, c.bias ? &bias.g.view : nullptr, out.g.view);
-      ctl->linear_path = 0;
-      ctl->gemv_kind = 1;
+      *ctl = cuda::CudaTuning{};
       EXPECT_LT(rel_err(read(*cuda(), out.g, c.out), want), c.out == DType::f32 ? 1e-4 : kBf16Tol)
-          << "M " << c.M << " N " << c.N << " K " << c.K << " path " << path << " kind " << kind;
+          << "M " << c.M << " N " << c.N << " K " << c.K << " path " << static_cast<int>(path)
+          << " kind " << static_cast<int>(kind);
     }
   }
 }
@@ -289,8 +295,8 @@ TEST(CudaOps, LinearAllPaths) {
 // GEMV computes the norm), and a gate_up GEMV followed by gated_act as another (the GEMV's
 // epilogue). Both must match the CPU ops, and match the CUDA backend's own unfused kernels (with
 // the same GEMV kernel) bit for bit: the fused code runs their arithmetic -- except the streaming
-// GEMV at M = 1, which applies the norm's scales after its dot products (DEFER in linear.cu: its
-// input is not rounded to bf16), so there it must agree within bf16 rounding. With and without
+// GEMV at M = 1, which applies the norm's scales after its dot products (DEFER in gemv_stream.cu:
+// its input is not rounded to bf16), so there it must agree within bf16 rounding. With and without
 // the norm on y, with a bias, for M = 1, 2 and 5; and an LM head (f32 logits, N >= 65536: fused,
 // the streaming GEMV with the norm as its prologue, whose greedy pick a greedy sample() then
 // takes; unfused, the norm kernel, cuBLASLt and the greedy kernel).
@@ -370,7 +376,7 @@ FusedRun run_fused_case(ComputeBackend& be, const FusedCase& c, const WeightPair
 
 TEST(CudaOps, DecodeGemvFusions) {
   TS_REQUIRE_CUDA();
-  auto* ctl = cuda::cuda_controls(*cuda());
+  auto* ctl = cuda::tuning(*cuda());
   ASSERT_NE(ctl, nullptr);
   const FusedCase cases[] = {
       {1, 1536, 1152, false, true, false}, {2, 1536, 1152, false, false, true},
@@ -386,16 +392,16 @@ TEST(CudaOps, DecodeGemvFusions) {
       const auto y0 = randn(static_cast<size_t>(c.M) * c.K);
       const auto wy0 = randn(c.K, 0.2f, 1.f), wo0 = randn(c.K, 0.2f, 1.f), b0 = randn(c.N, 0.5f);
       const FusedRun ref = run_fused_case(cpu(), c, w, res0, y0, wy0, wo0, b0, act);
-      // The streaming GEMV (3) and the tensor-core one (4), each fused and unfused: the same sums.
-      for (int kind : {3, 4}) {
-        ctl->gemv_kind = kind;
-        ctl->fuse_gemv = false;
+      // The streaming GEMV and the tensor-core one, each fused and unfused: the same sums.
+      for (cuda::GemvKernel kind : {cuda::GemvKernel::stream, cuda::GemvKernel::mma}) {
+        ctl->gemv = kind;
+        ctl->fusions = false;
         const FusedRun plain = run_fused_case(*cuda(), c, w, res0, y0, wy0, wo0, b0, act);
-        ctl->fuse_gemv = true;
+        ctl->fusions = true;
         const FusedRun fused = run_fused_case(*cuda(), c, w, res0, y0, wy0, wo0, b0, act);
-        ctl->gemv_kind = 1;
+        ctl->gemv = cuda::GemvKernel::automatic;
         std::ostringstream what;
-        what << "kind " << kind << " M " << c.M << " N " << c.N << " K " << c.K
+        what << "kind " << static_cast<int>(kind) << " M " << c.M << " N " << c.N << " K " << c.K
              << (c.gated ? " gated" : "") << (c.w_y ? " w_y" : "") << (c.bias ? " bias" : "")
              << (act == Activation::silu ? " silu" : "") << (c.f32_out ? " f32 out" : "");
         EXPECT_LT(rel_err(fused.res, ref.res), 1e-5) << what.str();
@@ -405,7 +411,7 @@ TEST(CudaOps, DecodeGemvFusions) {
           EXPECT_EQ(fused.pick, host_argmax(fused.out)) << what.str();
           EXPECT_EQ(plain.pick, host_argmax(plain.out)) << what.str();
         }
-        if ((kind == 3 || c.f32_out) &&
+        if ((kind == cuda::GemvKernel::stream || c.f32_out) &&
             c.M == 1) {  // the deferred norm: v to an ulp, h, out to bf16
           EXPECT_LT(rel_err(fused.res, plain.res), 1e-6) << what.str();
           EXPECT_LT(rel_err(fused.h, plain.h), 6e-3) << what.str();
@@ -420,6 +426,28 @@ TEST(CudaOps, DecodeGemvFusions) {
   }
 }
 #endif
+
+// linear_prefetch's L2 prefetch of the next weight is only a hint: the o projection's GEMV with it
+// (M = 1, the one-row kernel issuing the prefetch of gate_up's rows) gives linear()'s bits, and so
+// do the shapes and dtypes where it is not issued (M = 2, an f32 weight to prefetch).
+TEST(CudaOps, LinearPrefetchChangesNothing) {
+  TS_REQUIRE_CUDA();
+  WeightPair o = make_weight(1152, 1024, DType::bf16),
+             gate_up = make_weight(13824, 1152, DType::bf16);
+  WeightPair gate_up_f32 = make_weight(256, 1152, DType::f32);
+  for (int M : {1, 2}) {
+    for (const WeightPair* next : {&gate_up, &gate_up_f32}) {
+      Pair x = random_pair(M, 1024, DType::bf16);
+      Pair a = random_pair(M, 1152, DType::bf16), b = random_pair(M, 1152, DType::bf16);
+      poison(a);
+      poison(b);
+      cuda()->linear(x.g.view, *o.g, nullptr, a.g.view);
+      cuda()->linear_prefetch(x.g.view, *o.g, nullptr, b.g.view, *next->g);
+      EXPECT_EQ(read(*cuda(), b.g, DType::bf16), read(*cuda(), a.g, DType::bf16))
+          << "M " << M << (next == &gate_up ? "" : ", f32 next");
+    }
+  }
+}
 
 // The LM head's fused greedy pick breaks ties as the greedy kernel does (the lowest id), across
 // the GEMV's blocks and within one: the winning row is copied to a row a third of the vocabulary

@@ -20,13 +20,6 @@ class OpLog final : public ForwardingBackend {
   using ForwardingBackend::ForwardingBackend;
   std::vector<std::string> ops;
 
-  // The CPU backend's view never asks for greedy ids (its sampler picks them); the CUDA
-  // backend's does, as this one.
-  BatchView upload(const HostBatch& b) override {
-    BatchView v = ForwardingBackend::upload(b);
-    v.greedy_ids = b.greedy_ids;
-    return v;
-  }
   Tensor scratch(int64_t r, int64_t c, DType dt) override {
     ops.push_back("scratch");
     return ForwardingBackend::scratch(r, c, dt);

@@ -150,10 +150,9 @@ class CpuBackend final : public ComputeBackend {
   }
   void linear_gated(Tensor x, const Weight& w, const Tensor* bias, Activation act, Tensor gate_up,
                     Tensor out) override {
-    // TESSERA_FUSE=0: the two ops apart, as the CUDA backend's switch (A/B in benchmarks).
-    static const bool fuse =
-        !std::getenv("TESSERA_FUSE") || std::string(std::getenv("TESSERA_FUSE")) != "0";
-    if (!fuse || !cpu::linear_gated(x, static_cast<const cpu::CpuWeight&>(w), bias, act, out))
+    // One pass where the panel kernel takes the shape (equal to the two ops bit for bit; +1.9% on
+    // prefill, bench/NOTES-cpu.md), else the two ops.
+    if (!cpu::linear_gated(x, static_cast<const cpu::CpuWeight&>(w), bias, act, out))
       ComputeBackend::linear_gated(x, w, bias, act, gate_up, out);
   }
   void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out) override {
@@ -177,6 +176,7 @@ class CpuBackend final : public ComputeBackend {
 }  // namespace
 
 std::unique_ptr<ComputeBackend> make_cpu_backend() {
+  cpu::cpu_env_tuning();  // a malformed TESSERA_CPU_TUNING fails here, before any op
   return std::make_unique<CpuBackend>();
 }
 

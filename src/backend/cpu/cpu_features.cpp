@@ -1,7 +1,5 @@
 // Run-time ISA selection for the CPU kernels.
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 
 #include "backend/cpu/cpu_kernels.h"
 
@@ -17,16 +15,10 @@ Isa detect() {
   return Isa::scalar;
 }
 
+// The detected ISA capped by the tuning's (TESSERA_CPU_TUNING isa=).
 Isa initial() {
-  Isa isa = detect();
-  // TESSERA_ISA=scalar|avx2|avx512 caps the path (for testing and comparison).
-  if (const char* env = std::getenv("TESSERA_ISA")) {
-    Isa want = std::strcmp(env, "scalar") == 0 ? Isa::scalar
-               : std::strcmp(env, "avx2") == 0 ? Isa::avx2
-                                               : Isa::avx512;
-    if (static_cast<int>(want) < static_cast<int>(isa)) isa = want;
-  }
-  return isa;
+  const Isa isa = detect(), cap = cpu_env_tuning().isa;
+  return static_cast<int>(cap) < static_cast<int>(isa) ? cap : isa;
 }
 
 std::atomic<Isa>& active() {

@@ -6,12 +6,12 @@
 #include <cstdint>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_tuning.h"
 
 namespace tessera::cpu {
 
-enum class Isa { scalar, avx2, avx512 };
 Isa detected_isa();         // what this CPU supports
-Isa active_isa();           // what the kernels use now (detected unless forced)
+Isa active_isa();           // what the kernels use now (detected, capped by CpuTuning::isa)
 void set_cpu_isa(Isa isa);  // clamps to what the CPU supports
 const char* isa_name(Isa isa);
 
@@ -53,16 +53,8 @@ void linear(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out);
 // path has no fused kernel (the caller then runs the two).
 bool linear_gated(Tensor x, const CpuWeight& w, const Tensor* bias, Activation act, Tensor out);
 
-// How linear() computes on the SIMD ISAs (the scalar ISA always runs the reference loop):
-//  - fma: the panel kernel (panel_impl.h), fp32 FMA on weights widened in registers, exact for
-//    bf16 weights; bandwidth-bound GEMV at decode, register-tiled GEMM at prefill;
-//  - dpbf16: the panel kernel with vdpbf16ps, x rounded to bf16 (bf16 weights on AVX-512 only;
-//    anything else falls back to fma);
-//  - onednn: oneDNN sgemm over panels widened to f32 tiles (gemm_dnnl.cpp);
-//  - automatic: what bench/cpu_bench measured fastest on the dev machine for the shape.
-// TESSERA_LINEAR=fma|dpbf16|onednn forces one as set_linear_path() does (tests, benchmarks).
-enum class LinearPath { automatic, fma, dpbf16, onednn };
-void set_linear_path(LinearPath p);
+// The path linear() takes (CpuTuning::linear, cpu_tuning.h): the tuning's unless forced.
+void set_linear_path(LinearPath p);  // tests and benchmarks
 // Pairs of k per K block of the panel kernel (0: sized for L2). Tests force small blocks.
 void set_linear_k_block(int64_t pairs);
 LinearPath linear_path_for(int64_t M, const CpuWeight& w);

@@ -1,8 +1,8 @@
 // linear() through oneDNN's sgemm, kept as a measured alternative to the panel kernel
-// (TESSERA_LINEAR=onednn; bench/NOTES-cpu.md has the comparison): fp32 throughout, the panels
-// widened to f32 tiles ([K, <= 256] in sgemm's 'N' form, L2-sized) right before sgemm reads them,
-// so the weights stay bf16 in memory. oneDNN's own bf16 matmul is not used: on the dev machine
-// vdpbf16ps issues at half the FMA rate and that matmul ran at half its f32 speed.
+// (TESSERA_CPU_TUNING linear=onednn; bench/NOTES-cpu.md has the comparison): fp32 throughout, the
+// panels widened to f32 tiles ([K, <= 256] in sgemm's 'N' form, L2-sized) right before sgemm reads
+// them, so the weights stay bf16 in memory. oneDNN's own bf16 matmul is not used: on the dev
+// machine vdpbf16ps issues at half the FMA rate and that matmul ran at half its f32 speed.
 // Threading: the Debian oneDNN uses OpenMP; each tessera pool thread calls sgemm on its own tiles
 // with the OpenMP thread count set to 1 on that thread, so no OpenMP team competes with the pool.
 #include <omp.h>

@@ -2,7 +2,6 @@
 // the path per ISA and shape (see LinearPath) and splits the panels over the pool.
 // ref: torch.nn.functional.linear (y = x W^T + b), fp32 accumulation.
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -14,37 +13,16 @@ namespace tessera::cpu {
 
 namespace {
 
-LinearPath env_path() {
-  const char* e = std::getenv("TESSERA_LINEAR");
-  if (!e) return LinearPath::automatic;
-  if (std::strcmp(e, "fma") == 0) return LinearPath::fma;
-  if (std::strcmp(e, "dpbf16") == 0) return LinearPath::dpbf16;
-  if (std::strcmp(e, "onednn") == 0) return LinearPath::onednn;
-  return LinearPath::automatic;
-}
-
-// TESSERA_K_BLOCK=pairs forces the K block (benchmarks); set_linear_k_block() does too (tests).
+// set_linear_k_block()'s K block (tests force small ones; 0: sized for L2).
 int64_t& forced_k_block() {
-  static int64_t v = [] {
-    const char* e = std::getenv("TESSERA_K_BLOCK");
-    return e ? std::atoll(e) : 0LL;
-  }();
+  static int64_t v = 0;
   return v;
 }
 
+// The tuning's path (TESSERA_CPU_TUNING linear=) unless set_linear_path() forced another.
 LinearPath& forced_path() {
-  static LinearPath p = env_path();
+  static LinearPath p = cpu_env_tuning().linear;
   return p;
-}
-
-// Benchmark knobs: TESSERA_GEMV_PREFETCH=0 turns the software prefetch off, =N sets its distance
-// in bytes (default 2048).
-int prefetch_bytes() {
-  static const int v = [] {
-    const char* e = std::getenv("TESSERA_GEMV_PREFETCH");
-    return e ? std::atoi(e) : 2048;
-  }();
-  return v;
 }
 
 // The portable reference: one output at a time, fp32 accumulation in k order. Each panel (16
@@ -90,8 +68,6 @@ void linear_simd(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out, b
   a.M = static_cast<int>(M);
   a.bias = bias ? bias->ptr<const float>() : nullptr;
   a.k_block_pairs = forced_k_block();
-  a.prefetch = prefetch_bytes() > 0;
-  a.prefetch_bytes = prefetch_bytes();
   if (gated) {
     a.up_panels = w.panels / 2;
     a.act = *gated;

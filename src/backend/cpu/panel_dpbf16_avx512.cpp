@@ -2,7 +2,7 @@
 // transformers computes it) and one instruction does a 64-byte panel line, i.e. 16 outputs x
 // one pair of k, with fp32 accumulation. The panel layout (cpu_kernels.h) is vdpbf16ps's own
 // operand layout. Measured on the dev machine (bench/NOTES-cpu.md), vdpbf16ps issues at about
-// half the rate of fp32 FMA, so linear.cpp uses it only when forced (TESSERA_LINEAR=dpbf16).
+// half the rate of fp32 FMA, so linear.cpp uses it only when forced (linear=dpbf16).
 // GCC 12 reports its own _mm512_undefined_* idiom (avx512fintrin.h) as uninitialised use.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -27,7 +27,7 @@ void block(const LinArgs& a, int64_t p, int m0, bool pf) {
     __m512i w[NP];
     for (int q = 0; q < NP; ++q) {
       const uint16_t* line = wp + q * a.panel_elems + kp * 2 * kPanel;
-      if (pf) _mm_prefetch(reinterpret_cast<const char*>(line) + a.prefetch_bytes, _MM_HINT_T0);
+      if (pf) _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchBytes, _MM_HINT_T0);
       w[q] = _mm512_loadu_si512(line);
     }
     for (int m = 0; m < MR; ++m) {
@@ -50,7 +50,7 @@ void block(const LinArgs& a, int64_t p, int m0, bool pf) {
 template <int NP>
 void group(const LinArgs& a, int64_t p) {
   for (int m0 = 0; m0 < a.M; m0 += 8) {
-    const bool pf = a.prefetch && m0 == 0;
+    const bool pf = m0 == 0;
     switch (std::min(8, a.M - m0)) {
       case 1:
         block<1, NP>(a, p, m0, pf);

@@ -135,7 +135,7 @@ void block_bf16(const LinArgs& a, const KBlock& kb, int64_t p, int m0, bool pf) 
     V e[NP][VP], o[NP][VP];
     for (int q = 0; q < NP; ++q) {
       const uint16_t* line = wp + q * stride + kp * 2 * kPanel;
-      if (pf) _mm_prefetch(reinterpret_cast<const char*>(line) + a.prefetch_bytes, _MM_HINT_T0);
+      if (pf) _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchBytes, _MM_HINT_T0);
       for (int v = 0; v < VP; ++v) S::bf16_pairs(line + v * 2 * W, e[q][v], o[q][v]);
     }
     for (int m = 0; m < MR; ++m) {
@@ -192,7 +192,7 @@ void block_f32(const LinArgs& a, const KBlock& kb, int64_t p, int m0, bool pf) {
     V w[NP][VP];
     for (int q = 0; q < NP; ++q) {
       const float* line = wp + q * a.panel_elems + k * kPanel;
-      if (pf) _mm_prefetch(reinterpret_cast<const char*>(line) + a.prefetch_bytes, _MM_HINT_T0);
+      if (pf) _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchBytes, _MM_HINT_T0);
       for (int v = 0; v < VP; ++v) w[q][v] = S::load(line + v * W);
     }
     for (int m = 0; m < MR; ++m) {
@@ -259,7 +259,7 @@ template <class S, int NP, template <class, int, int> class Block>
 void panel_group(const LinArgs& a, const KBlock& kb, int64_t p) {
   constexpr int MR = PanelTile<S>::kMaxRows;
   for (int m0 = 0; m0 < a.M; m0 += MR)
-    rows_of<S, NP, Block>(a, kb, p, m0, std::min(MR, a.M - m0), a.prefetch && m0 == 0);
+    rows_of<S, NP, Block>(a, kb, p, m0, std::min(MR, a.M - m0), m0 == 0);
 }
 
 // Pairs of k per K block with more than a few rows. Measured (bench/NOTES-cpu.md): blocks

@@ -35,9 +35,10 @@ struct LinArgs {
   // gate panel p with up panel p + up_panels, writing act(gate) * up (one K block).
   int64_t up_panels = 0;
   Activation act = Activation::gelu_tanh;
-  bool prefetch = true;       // software prefetch on the first row tile
-  int prefetch_bytes = 2048;  // how far ahead in each panel's stream
 };
+// The first row tile's software prefetch: this far ahead in each panel's stream (2 KiB measured
+// best on the LM head's decode stream, bench/NOTES-cpu.md step 9).
+constexpr int kPrefetchBytes = 2048;
 
 // Attention over the paged KV cache for one work item: the q heads of one KV head, for a run of
 // consecutive tokens of one sequence, over keys [k_begin, k_end) of that sequence. Produces

@@ -5,7 +5,7 @@
 //
 // A decode step pays latency here, not bandwidth (a few hundred keys per sequence), and an
 // earlier CUDA-core version spent ~2,000 instructions per warp on the dot products, shuffles and
-// exponentials of its 64 keys (about 8 us per block, bench/NOTES-cuda.md run 10). With
+// exponentials of its 64 keys (microseconds per block). With
 // mma.m16n8k16 a warp does its share in ~40 instructions: the block's chain is slots (block
 // table) and the K/V rows of earlier tokens into shared memory by cp.async, both before the PDL
 // wait, then q and this step's K/V row (rows padded by 16 bytes, so ldmatrix is free of bank
@@ -77,18 +77,21 @@ struct DecodeSmem {
 
 // CLUSTER: the grid's splits of one (sequence, kv head) form a thread-block cluster and merge
 // through distributed shared memory (each block pushes its partial to the blocks that merge its
-// slices, then one cluster barrier) instead of global partials, a fence and an atomic (6.9 ->
-// 5.9 us per launch at 133 keys, bench/NOTES-cuda.md run 12).
+// slices, then one cluster barrier) instead of global partials, a fence and an atomic, which
+// measured faster for the decode of a few sequences.
 //
 // At most 48 registers (5 blocks' worth) for head dims 64 and 128: at M = 1 the decode step's qkv
 // GEMV before this kernel may hold 2 x 256 threads x 104 registers per SM (8 load slots), and a
 // block of this kernel then fits in the 12,288 registers left, so under PDL it becomes resident
 // while the GEMV runs and its slot lookups and K/V copies overlap it instead of starting when a
-// GEMV block exits (58 registers before: decode_b1 989-999 -> 1,035 tok/s, bench/NOTES-cuda.md
-// run 18). Head dim 256 (Gemma 3) gets up to 64 (4 blocks' worth; it uses 60-63): Gemma 3's qkv
-// GEMVs take 5 load slots (93 registers), which leaves 16,384, and with 48 its head-256 variants
-// spent cycles on register pressure (gemma3-1b decode_b1 1,158-1,160 -> 1,165-1,167, decode_b128
-// 72.7-73.0k -> 73.4-73.6k tok/s, run 23).
+// GEMV block exits. Head dim 256 (Gemma 3) gets up to 64 (4 blocks' worth; it uses 60-63): Gemma
+// 3's qkv GEMVs take 5 load slots (93 registers), which leaves 16,384, and with 48 its head-256
+// variants spent cycles on register pressure.
+// One kernel of ~350 lines: the rope and KV store of the new token (DecodeRope), the key slice's
+// scores and softmax, the V sums and the split merge (cluster or last block) run in one launch
+// on one block's shared memory, each phase reading what the previous left there; as separate
+// kernels each would add a launch and a round trip through global memory to a step that pays
+// latency, not bandwidth.
 template <int HD, bool CLUSTER>
 __global__ void __launch_bounds__(kThreads, HD == 256 ? 4 : 5)
     attn_decode_kernel(AttnParams p, int nsplit, float* __restrict__ part,
@@ -360,8 +363,7 @@ __global__ void __launch_bounds__(kThreads, HD == 256 ? 4 : 5)
     // block whose slice holds the pair (pairs [P j / n, P (j + 1) / n) to block j), all before one
     // cluster barrier; then each block merges its slice from its own shared memory, and no peer
     // reads another's after the barrier, so a second one is not needed. (Block 0 pulling every
-    // peer's partial took ~3.8 us of a ~8 us launch in the decode graph, every block pulling its
-    // slice ~2.6 us over two barriers; run 18.)
+    // peer's partial, or every block pulling its slice over two barriers, measured slower.)
     float2* ml = reinterpret_cast<float2*>(smem_raw + L::kML);  // [kMaxCluster][kMaxRep]
     if (tid < rep * n_act) {
       const int r = tid / n_act, j = tid - r * n_act;
@@ -477,7 +479,7 @@ template <int HD>
 void launch_decode(const AttnParams& p, int nsplit, float* partials, int* counters,
                    const DecodeRope& r, cudaStream_t st) {
   // Only for grids that leave the GPU mostly idle (decode of a few sequences): with S = 128 the
-  // clusters' co-scheduling cost more than the merge saves (72 -> 140 us per launch, run 12).
+  // clusters' co-scheduling costs more than the merge saves.
   const int64_t blocks = static_cast<int64_t>(nsplit) * p.nkv * p.num_seqs;
   if (blocks <= 64 && decode_cluster_fits<HD>(nsplit)) {
     launch_t<HD, true>(p, nsplit, partials, counters, r, st);

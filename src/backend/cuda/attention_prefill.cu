@@ -19,6 +19,10 @@ namespace {
 
 constexpr int kBR = 64, kBC = 64, kThreads = 128;
 
+// One kernel of ~250 lines, FlashAttention-2's loop as one body: the Q tile's load, the K/V tiles'
+// double-buffered gathers from the paged cache, the two mma stages and the online softmax share
+// the registers holding the tile's accumulators, which a split into kernels would have to pass
+// through global memory.
 template <int HD>
 __global__ void __launch_bounds__(kThreads)
     attn_prefill_kernel(AttnParams p, bool skip_single, int nsplit, int tps,

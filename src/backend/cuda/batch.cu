@@ -1,7 +1,7 @@
 // The batch install kernel (batch.h). Why a kernel and not a host-to-device copy into the live
-// buffer: that copy sat on the decode step's critical path (~8 us per step on the H200, with
-// ~7 us more for the ids' copy back, bench/NOTES-cuda.md run 22), while the staged copy runs on
-// another stream during the previous forward and this kernel takes ~2 us.
+// buffer: that copy sat on the decode step's critical path (and the ids' copy back with it),
+// while the staged copy runs on another stream during the previous forward and this kernel is
+// short.
 #include "backend/cuda/batch.h"
 #include "backend/cuda/cuda_common.h"
 

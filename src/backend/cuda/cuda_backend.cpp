@@ -1,7 +1,7 @@
-// The CUDA backend: tracked device memory, weights uploaded once through pinned staging (dtype
-// converted on the host), a scratch arena at stable addresses, and the entry points
-// make_cuda_backend() / cuda_available(). The class is in cuda_backend_impl.h; the ops are in the
-// .cu files beside this one (one op family per file).
+// The CUDA backend's start and end (streams, events, the linear layers' cuBLASLt handle), the
+// host-side dtype conversion of weight uploads, and the entry points make_cuda_backend() /
+// cuda_available(). The class is in cuda_backend_impl.h, its memory in cuda_memory_ops.cpp; the
+// ops are in the .cu files beside this one (one op family per file).
 #include "backend/cuda/cuda_backend_impl.h"
 #include "core/thread_pool.h"
 
@@ -34,9 +34,43 @@ void convert_host(const void* src, DType src_dt, void* dst, DType dst_dt, size_t
       });
 }
 
-CudaBackendControls* cuda_controls(ComputeBackend& b) {
+CudaBackend::CudaBackend() {
+  TS_CUDA(cudaSetDevice(0));
+  TS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  TS_CUDA(cudaStreamCreateWithFlags(&up_stream_, cudaStreamNonBlocking));
+  TS_CUDA(cudaStreamCreateWithFlags(&down_stream_, cudaStreamNonBlocking));
+  for (auto& e : staging_done_) TS_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  TS_CUDA(cudaEventCreateWithFlags(&batch_copied_, cudaEventDisableTiming));
+  TS_CUDA(cudaEventCreateWithFlags(&sample_done_, cudaEventDisableTiming));
+  TS_CUDA(cudaEventCreateWithFlags(&sample_ready_, cudaEventDisableTiming));
+  TS_CUDA(cudaEventCreateWithFlags(&sample_inputs_, cudaEventDisableTiming));
+  TS_CUDA(cudaEventCreateWithFlags(&batch_installed_, cudaEventDisableTiming));
+  linear_ = std::make_unique<LinearOps>();
+  progress_ = isatty(2) != 0;
+}
+
+CudaBackend::~CudaBackend() {
+  cudaStreamSynchronize(stream_);
+  cudaStreamSynchronize(up_stream_);
+  cudaStreamSynchronize(down_stream_);
+  end_progress();
+  for (auto& [k, g] : graphs_)
+    if (g.exec) cudaGraphExecDestroy(g.exec);
+  for (auto& e : staging_done_) cudaEventDestroy(e);
+  cudaEventDestroy(batch_copied_);
+  cudaEventDestroy(sample_done_);
+  cudaEventDestroy(sample_ready_);
+  cudaEventDestroy(sample_inputs_);
+  cudaEventDestroy(batch_installed_);
+  linear_.reset();
+  cudaStreamDestroy(stream_);
+  cudaStreamDestroy(up_stream_);
+  cudaStreamDestroy(down_stream_);
+}
+
+CudaTuning* tuning(ComputeBackend& b) {
   auto* c = dynamic_cast<CudaBackend*>(&b);
-  return c ? &c->controls() : nullptr;
+  return c ? &c->tuning() : nullptr;
 }
 
 std::string cuda_device_description() {
@@ -68,6 +102,7 @@ bool cuda_available() {
 
 std::unique_ptr<ComputeBackend> make_cuda_backend() {
   if (!cuda_available()) return nullptr;
+  cuda::cuda_env_tuning();  // a malformed TESSERA_CUDA_TUNING fails here, not as "could not start"
   try {
     return std::make_unique<cuda::CudaBackend>();
   } catch (const Error& e) {

@@ -1,8 +1,8 @@
-// The CUDA backend's class (internal to src/backend/cuda/): the memory and weight upload inline
-// here, cuda_ops.cpp the ops (each a kernel launch, or for a fused op its fused kernel where the
-// shapes allow and the composition elsewhere; no state is kept between ops), cuda_batch.cpp the
-// batch upload, the CUDA-graph replay and the attention dispatch, cuda_sample.cpp the sampler's
-// host side.
+// The CUDA backend's class (internal to src/backend/cuda/): cuda_backend.cpp its start and end,
+// cuda_memory_ops.cpp the memory, weight upload and scratch arena, cuda_ops.cpp the ops (each a
+// kernel launch, or for a fused op its fused kernel where the shapes allow and the composition
+// elsewhere; no state is kept between ops), cuda_batch.cpp the batch upload, the CUDA-graph replay
+// and the attention dispatch, cuda_sample.cpp the sampler's host side.
 #pragma once
 
 #include <unistd.h>
@@ -59,173 +59,33 @@ struct GraphEntry {
 
 class CudaBackend final : public ComputeBackend {
  public:
-  CudaBackend() {
-    TS_CUDA(cudaSetDevice(0));
-    TS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    TS_CUDA(cudaStreamCreateWithFlags(&up_stream_, cudaStreamNonBlocking));
-    TS_CUDA(cudaStreamCreateWithFlags(&down_stream_, cudaStreamNonBlocking));
-    for (auto& e : staging_done_) TS_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    TS_CUDA(cudaEventCreateWithFlags(&batch_copied_, cudaEventDisableTiming));
-    TS_CUDA(cudaEventCreateWithFlags(&sample_done_, cudaEventDisableTiming));
-    TS_CUDA(cudaEventCreateWithFlags(&sample_ready_, cudaEventDisableTiming));
-    TS_CUDA(cudaEventCreateWithFlags(&sample_inputs_, cudaEventDisableTiming));
-    TS_CUDA(cudaEventCreateWithFlags(&batch_installed_, cudaEventDisableTiming));
-    linear_ = std::make_unique<LinearOps>();
-    controls_.gemv_max_m = linear_->gemv_max_m();
-    if (std::getenv("TESSERA_CUDA_GRAPHS") &&
-        std::string(std::getenv("TESSERA_CUDA_GRAPHS")) == "0")
-      controls_.graphs = false;
-    if (const char* e = std::getenv("TESSERA_GEMV")) {
-      const std::string v = e;
-      controls_.gemv_kind = v == "rows"     ? 0
-                            : v == "cores"  ? 2
-                            : v == "stream" ? 3
-                            : v == "mma"    ? 4
-                                            : 1;
-    }
-    if (std::getenv("TESSERA_FUSE") && std::string(std::getenv("TESSERA_FUSE")) == "0")
-      controls_.fuse = controls_.fuse_gemv = false;
-    if (std::getenv("TESSERA_FUSE_GEMV") && std::string(std::getenv("TESSERA_FUSE_GEMV")) == "0")
-      controls_.fuse_gemv = false;
-    if (std::getenv("TESSERA_FUSE_ATTN_ROPE") &&
-        std::string(std::getenv("TESSERA_FUSE_ATTN_ROPE")) == "0")
-      controls_.fuse_attn_rope = false;
-    if (const char* e = std::getenv("TESSERA_PREFETCH")) controls_.prefetch_percent = std::atoi(e);
-    if (const char* e = std::getenv("TESSERA_PREFETCH_SKIP"))
-      controls_.prefetch_skip_percent = std::atoi(e);
-    if (std::getenv("TESSERA_FUSE_ARGMAX") &&
-        std::string(std::getenv("TESSERA_FUSE_ARGMAX")) == "0")
-      controls_.fuse_argmax = false;
-    progress_ = isatty(2) != 0;
-  }
+  // cuda_backend.cpp
+  CudaBackend();
+  ~CudaBackend() override;
 
-  ~CudaBackend() override {
-    cudaStreamSynchronize(stream_);
-    cudaStreamSynchronize(up_stream_);
-    cudaStreamSynchronize(down_stream_);
-    end_progress();
-    for (auto& [k, g] : graphs_)
-      if (g.exec) cudaGraphExecDestroy(g.exec);
-    for (auto& e : staging_done_) cudaEventDestroy(e);
-    cudaEventDestroy(batch_copied_);
-    cudaEventDestroy(sample_done_);
-    cudaEventDestroy(sample_ready_);
-    cudaEventDestroy(sample_inputs_);
-    cudaEventDestroy(batch_installed_);
-    linear_.reset();
-    cudaStreamDestroy(stream_);
-    cudaStreamDestroy(up_stream_);
-    cudaStreamDestroy(down_stream_);
-  }
-
-  CudaBackendControls& controls() { return controls_; }
+  CudaTuning& tuning() { return tuning_; }
 
   Device device() const override { return Device::cuda; }
   std::string name() const override { return "cuda (" + cuda_device_description() + ")"; }
   DType act_dtype() const override { return DType::bf16; }
 
-  // --- memory ---
-  std::unique_ptr<DeviceBuffer> alloc(size_t bytes, const char* what) override {
-    no_alloc_while_capturing(what);
-    return std::make_unique<CudaBuffer>(bytes, what);
-  }
-  void copy_to_device(void* dst, const void* src, size_t bytes) override {
-    TS_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_));
-    TS_CUDA(cudaStreamSynchronize(stream_));
-  }
-  void copy_to_host(void* dst, const void* src, size_t bytes) override {
-    TS_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_));
-    TS_CUDA(cudaStreamSynchronize(stream_));
-  }
-  void synchronize() override {
-    TS_CUDA(cudaStreamSynchronize(stream_));
-    TS_CUDA(cudaStreamSynchronize(down_stream_));
-  }
-  size_t device_free_bytes() override {
-    size_t free = 0, total = 0;
-    if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
-      cudaGetLastError();
-      return 0;
-    }
-    return free;
-  }
-
+  // --- memory (cuda_memory_ops.cpp) ---
+  std::unique_ptr<DeviceBuffer> alloc(size_t bytes, const char* what) override;
+  void copy_to_device(void* dst, const void* src, size_t bytes) override;
+  void copy_to_host(void* dst, const void* src, size_t bytes) override;
+  void synchronize() override;
+  size_t device_free_bytes() override;
+  // Weights go through two pinned staging buffers, converted to `dtype` on the host while the
+  // other buffer's copy runs.
   std::unique_ptr<Weight> upload_weight(std::span<const HostTensor* const> parts, DType dtype,
-                                        const std::string& what) override {
-    TS_ASSERT(!parts.empty());
-    if (dtype != DType::f32 && dtype != DType::bf16)
-      fail_arg("CUDA weights are stored as f32 or bf16, not " + std::string(dtype_name(dtype)));
-    auto w = std::make_unique<CudaWeight>();
-    w->cols = parts[0]->shape.size() == 2 ? parts[0]->shape[1] : 1;
-    for (const HostTensor* p : parts) {
-      TS_ASSERT(p->shape.size() == 2 && p->shape[1] == w->cols);
-      if (p->dtype != DType::f32 && p->dtype != DType::bf16 && p->dtype != DType::f16)
-        fail_model(p->name + " has dtype " + dtype_name(p->dtype) +
-                   ", which the CUDA backend cannot load");
-      w->rows += p->shape[0];
-    }
-    w->dtype = dtype;
-    w->bytes = static_cast<size_t>(w->rows * w->cols) * dtype_size(dtype);
-    w->buffer = std::make_unique<CudaBuffer>(w->bytes, what.c_str());
-    if (staging_[0].size() == 0)
-      for (auto& s : staging_) s = PinnedBuffer(kStagingBytes, "weight upload staging");
-    char* dst = static_cast<char*>(w->buffer->data());
-    const size_t esz = dtype_size(dtype);
-    const size_t per_chunk = kStagingBytes / std::max<size_t>(esz, 4);
-    for (const HostTensor* p : parts) {
-      const size_t n = static_cast<size_t>(p->numel());
-      const char* src = static_cast<const char*>(p->data);
-      for (size_t off = 0; off < n; off += per_chunk) {
-        const size_t cnt = std::min(per_chunk, n - off);
-        const int slot = staging_turn_++ & 1;
-        TS_CUDA(cudaEventSynchronize(staging_done_[slot]));  // its previous copy has left
-        convert_host(src + off * dtype_size(p->dtype), p->dtype, staging_[slot].data(), dtype, cnt);
-        TS_CUDA(cudaMemcpyAsync(dst, staging_[slot].data(), cnt * esz, cudaMemcpyHostToDevice,
-                                stream_));
-        TS_CUDA(cudaEventRecord(staging_done_[slot], stream_));
-        dst += cnt * esz;
-        uploaded_ += cnt * esz;
-      }
-    }
-    if (progress_ && uploaded_ - last_progress_ >= (64u << 20)) {
-      last_progress_ = uploaded_;
-      std::fprintf(stderr, "\rtessera: uploading weights to the GPU: %.2f GiB",
-                   static_cast<double>(uploaded_) / (1024.0 * 1024 * 1024));
-      progress_line_ = true;
-    }
-    return w;
-  }
+                                        const std::string& what) override;
+  // The scratch arena: chunks while a forward's sizes are still growing, one buffer of the high
+  // water mark after (stable addresses for graph replays); the weight-upload staging goes back
+  // at the first reset.
+  void scratch_reset() override;
+  Tensor scratch(int64_t rows, int64_t cols, DType dt) override;
 
-  void scratch_reset() override {
-    end_progress();
-    if (staging_[0].size() != 0) {  // loading is over: give the staging memory back
-      synchronize();
-      for (auto& s : staging_) s = PinnedBuffer();
-    }
-    if (chunks_.size() > 1 || (chunks_.size() == 1 && high_water_ > chunks_[0]->size())) {
-      no_alloc_while_capturing("scratch");
-      chunks_.clear();
-      chunks_.push_back(std::make_unique<CudaBuffer>(high_water_, "cuda activations"));
-    }
-    used_ = 0;
-    chunk_used_ = 0;
-  }
-
-  Tensor scratch(int64_t rows, int64_t cols, DType dt) override {
-    const size_t bytes = (static_cast<size_t>(rows * cols) * dtype_size(dt) + 255) / 256 * 256;
-    if (chunks_.empty() || chunk_used_ + bytes > chunks_.back()->size()) {
-      no_alloc_while_capturing("scratch");
-      chunks_.push_back(
-          std::make_unique<CudaBuffer>(std::max<size_t>(bytes, 4u << 20), "cuda activations"));
-      chunk_used_ = 0;
-    }
-    void* p = static_cast<char*>(chunks_.back()->data()) + chunk_used_;
-    chunk_used_ += bytes;
-    used_ += bytes;
-    high_water_ = std::max(high_water_, used_);
-    return Tensor{p, dt, rows, cols, cols};
-  }
-
+  // --- batches, graphs, attention (cuda_batch.cpp) ---
   BatchView upload(const HostBatch& b) override;
   void run_forward(const BatchView& b, const std::function<void()>& ops) override;
 
@@ -264,59 +124,23 @@ class CudaBackend final : public ComputeBackend {
   void download_sampled(char* host, const void* dev, size_t bytes, int rows);
 
  private:
-  void no_alloc_while_capturing(const char* what) {
-    if (capturing_)
-      throw Error(ErrorKind::internal, std::string("CUDA graph capture: an allocation for ") +
-                                           what +
-                                           " during capture (sizes must settle in the "
-                                           "eager warm-up run)");
-  }
-  void end_progress() {
-    if (progress_line_) {
-      std::fprintf(stderr, "\rtessera: uploaded %.2f GiB of weights to the GPU\n",
-                   static_cast<double>(uploaded_) / (1024.0 * 1024 * 1024));
-      progress_line_ = false;
-    }
-  }
+  // cuda_memory_ops.cpp
+  // Throws Error(internal) while a graph is being captured (an allocation there would be left out
+  // of the graph; sizes settle in the eager warm-up run).
+  void no_alloc_while_capturing(const char* what);
+  void end_progress();  // ends the weight-upload progress line
   // Pinned host staging of at least `bytes` (waits until the previous batch copy has left it).
-  void* host_staging(size_t bytes) {
-    TS_CUDA(cudaEventSynchronize(batch_copied_));
-    if (batch_host_.size() < bytes)
-      batch_host_ = PinnedBuffer(std::max(bytes, batch_host_.size() * 2), "batch staging");
-    return batch_host_.data();
-  }
-  void* device_batch(size_t bytes) {
-    if (!batch_dev_.buf || batch_dev_.buf->size() < bytes) {
-      no_alloc_while_capturing("batch");
-      batch_dev_.get(bytes, "batch arrays");
-    }
-    return batch_dev_.buf->data();
-  }
-
+  void* host_staging(size_t bytes);
+  void* device_batch(size_t bytes);
   // A workspace of at least `bytes` (allocating only outside graph capture).
-  void* grow(GrowBuffer& g, size_t bytes, const char* what) {
-    if (!g.buf || g.buf->size() < bytes) {
-      no_alloc_while_capturing(what);
-      g.get(bytes, what);
-    }
-    return g.buf->data();
-  }
+  void* grow(GrowBuffer& g, size_t bytes, const char* what);
   // `n` counters that are zero (kernels using them leave them zero).
-  int* zeroed_counters(GrowBuffer& g, size_t& count, size_t n) {
-    if (!g.buf || count < n) {
-      no_alloc_while_capturing("attention counters");
-      g.get(n * sizeof(int), "attention counters");
-      count = g.buf->size() / sizeof(int);
-      TS_CUDA(cudaMemsetAsync(g.buf->data(), 0, g.buf->size(), stream_));
-    }
-    return static_cast<int*>(g.buf->data());
-  }
+  int* zeroed_counters(GrowBuffer& g, size_t& count, size_t n);
 
-  // The linear layers with this backend's path and kernel choices (controls_).
+  // The linear layers with this backend's path and kernel choices (tuning_).
   LinearOps& lin() {
-    linear_->set_force_path(controls_.linear_path);
-    linear_->set_gemv_max_m(controls_.gemv_max_m);
-    linear_->set_gemv_kind(controls_.gemv_kind);
+    linear_->set_force_path(tuning_.linear);
+    linear_->set_gemv_kind(tuning_.gemv);
     return *linear_;
   }
   // The streaming GEMV with the fusions in f (its norm prologue's operands, the gated epilogue)
@@ -343,7 +167,7 @@ class CudaBackend final : public ComputeBackend {
   // device (joined by an event before use), sampled ids and logprobs back to the host.
   cudaStream_t up_stream_ = nullptr, down_stream_ = nullptr;
   std::unique_ptr<LinearOps> linear_;
-  CudaBackendControls controls_;
+  CudaTuning tuning_ = cuda_env_tuning();
 
   // weight upload
   PinnedBuffer staging_[2];

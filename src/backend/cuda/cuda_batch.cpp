@@ -38,7 +38,7 @@ BatchView CudaBackend::upload(const HostBatch& b) {
     max_q = std::max(max_q, b.seq_q_len[s]);
     max_kv = std::max(max_kv, b.seq_kv_len[s]);
   }
-  const bool graphable = controls_.graphs && all_single && T == S && S <= kMaxGraphSeqs;
+  const bool graphable = tuning_.graphs && all_single && T == S && S <= kMaxGraphSeqs;
   const int Sp = graphable ? bucket_of(S) : S;
   const int Tp = graphable ? Sp : T;
   const int Rp = graphable && R > 0 ? Sp : R;
@@ -133,7 +133,7 @@ BatchView CudaBackend::upload(const HostBatch& b) {
 }
 
 void CudaBackend::run_forward(const BatchView& b, const std::function<void()>& ops) {
-  if (!controls_.graphs || !last_.graphable || last_.tokens != b.tokens) {
+  if (!tuning_.graphs || !last_.graphable || last_.tokens != b.tokens) {
     ops();
     return;
   }
@@ -224,14 +224,14 @@ void CudaBackend::rope_store_attention(Tensor qkv, const AttentionLayer& l, cons
   const AttnParams p =
       attn_params(qkv, l.nh, l.nkv, l.hd, kv, b, l.group, l.scale, l.window, l.softcap, out);
   const int32_t* slots = b.groups[l.group].slot_mapping;
-  const bool store_fused = controls_.fuse && qk_norm_rope_store_supported(qkv, kv);
+  const bool store_fused = tuning_.fusions && qk_norm_rope_store_supported(qkv, kv);
   // Every sequence has one new token and the decode kernel runs alone: it also does the rope and
   // the KV store (DecodeRope).
   const int nsplit = attention_decode_splits(p, b.groups[l.group].max_blocks * kv.block_size);
   const bool decode_only = attention_fast_supported(p) && b.max_q_len == 1 &&
                            attention_decode_fits(p, nsplit) && qkv.dtype == DType::bf16 &&
                            kv.dtype == DType::bf16;
-  if (store_fused && controls_.fuse_attn_rope && decode_only) {
+  if (store_fused && decode_only) {
     DecodeRope dr;
     dr.on = true;
     dr.q_norm = l.q_norm ? l.q_norm->ptr<const float>() : nullptr;

@@ -94,8 +94,8 @@ __device__ __forceinline__ float block_sum(float v, float* red) {
 }
 #endif
 
-// Whether launches carry the programmatic-stream-serialisation attribute (TESSERA_PDL=0 turns it
-// off, for comparison).
+// Whether launches carry the programmatic-stream-serialisation attribute (CudaTuning::pdl: the
+// environment's, process-wide).
 bool pdl_enabled();
 
 // Gives `kernel` the backend's one shared-memory carveout (the first time it sees it), or with
@@ -103,17 +103,15 @@ bool pdl_enabled();
 // which asks for the carveout otherwise). An SM changes its L1 / shared-memory split only
 // while no block is resident, so kernels whose automatic carveouts differ (the decode attention
 // wants ~84 KB, the GEMVs ~13-26 KB) drain the SM between them and lose PDL's overlap. One split
-// for the decode step's kernels: 58% of the shared-memory maximum (132 of the H200's 228 KB)
-// measured +1.3-3.6% on decode_b1 and decode_b8; 100% lost 3.5% (too little L1 left). The attention
-// kernels of big grids keep the driver's choice, which fits two of their blocks per SM (at 58%,
-// decode_b128 lost 7% and prefill_4096 6%) (bench/NOTES-cuda.md run 17). TESSERA_CARVEOUT=
-// <percent> picks another split, -1 the driver's everywhere.
+// for the decode step's kernels: 58% of the shared-memory maximum (132 of the H200's 228 KB),
+// which leaves the L1 enough (100% measured slower). The attention kernels of big grids keep the
+// driver's choice, which fits two of their blocks per SM (58% measured slower there).
 void set_carveout(const void* kernel, bool driver_default = false);
 
 // Whether a cluster of `n` blocks of `kernel` (`threads` each, `smem` bytes of dynamic shared
 // memory, which this raises the kernel's limit to) can be resident on this GPU: compute
 // capability 9 or later, cudaOccupancyMaxActiveClusters > 0, sizes over 8 allowed as
-// non-portable ones; TESSERA_NO_CLUSTER says no. Asked once per (kernel, n, threads, smem).
+// non-portable ones. Asked once per (kernel, n, threads, smem).
 bool cluster_fits(const void* kernel, int n, int threads, size_t smem);
 
 // Launches `kernel` on `st` with programmatic dependent launch when enabled, the grid's blocks in

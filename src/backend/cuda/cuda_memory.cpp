@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <map>
 #include <string>
 #include <tuple>
 #include <unordered_set>
 
 #include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_tuning.h"
 #include "core/check.h"
 
 namespace tessera::cuda {
@@ -18,24 +18,17 @@ std::atomic<uint64_t> g_free_epoch{0};
 }
 
 bool pdl_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("TESSERA_PDL");
-    return !(e && std::string(e) == "0");
-  }();
+  static const bool on = cuda_env_tuning().pdl;
   return on;
 }
 
 void set_carveout(const void* kernel, bool driver_default) {
-  static const int pct = [] {
-    const char* e = std::getenv("TESSERA_CARVEOUT");
-    return e ? std::atoi(e) : 58;
-  }();
-  if (pct < 0) return;
+  constexpr int kCarveoutPercent = 58;
   // Per thread, so that a launch costs a lookup and no lock; setting it twice is harmless.
   thread_local std::unordered_set<const void*> done;
   if (!done.insert(kernel).second || driver_default) return;
   TS_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                               std::min(pct, 100)));
+                               kCarveoutPercent));
 }
 
 bool cluster_fits(const void* kernel, int n, int threads, size_t smem) {
@@ -46,7 +39,7 @@ bool cluster_fits(const void* kernel, int n, int threads, size_t smem) {
   int dev = 0, major = 0;
   bool ok = cudaGetDevice(&dev) == cudaSuccess &&
             cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-            major >= 9 && !std::getenv("TESSERA_NO_CLUSTER");
+            major >= 9;
   if (!ok) return known[key] = false;
   if (smem > 0)
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

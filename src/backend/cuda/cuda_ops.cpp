@@ -100,7 +100,7 @@ bool CudaBackend::fused_gemv(Tensor x, const Weight& w, const Tensor* bias, Tens
                              GemvFusion f, int32_t* greedy_ids) {
   const auto& cw = static_cast<const CudaWeight&>(w);
   LinearOps& ops = lin();
-  if (!controls_.fuse_gemv || controls_.linear_path != 0) return false;
+  if (!tuning_.fusions || tuning_.linear != LinearPath::automatic) return false;
   if (!ops.gemv_fusable(x, cw.data(), cw.dtype, cw.rows, cw.cols, out, f)) return false;
   if (f.norm) f.counter = zeroed_counters(fuse_counter_, fuse_counter_count_, 1);
   if (greedy_ids) {  // an LM head (gemv_fusable took f32 logits)
@@ -137,9 +137,8 @@ void CudaBackend::norm_lm_head(const ResidualNorm& n, const Weight& w, float cap
                                int32_t* greedy_ids) {
   GemvFusion f;
   if (cap <= 0 && norm_prologue(n, f) &&
-      fused_gemv(n.h, w, nullptr, logits, f,
-                 controls_.fuse_argmax && logits.rows == 1 ? greedy_ids : nullptr)) {
-    if (greedy_ids && !(controls_.fuse_argmax && logits.rows == 1)) argmax_rows(logits, greedy_ids);
+      fused_gemv(n.h, w, nullptr, logits, f, logits.rows == 1 ? greedy_ids : nullptr)) {
+    if (greedy_ids && logits.rows != 1) argmax_rows(logits, greedy_ids);
     return;
   }
   ComputeBackend::norm_lm_head(n, w, cap, logits, greedy_ids);
@@ -150,9 +149,8 @@ void CudaBackend::linear_prefetch(Tensor x, const Weight& w, const Tensor* bias,
   const auto& cw = static_cast<const CudaWeight&>(w);
   const auto& nw = static_cast<const CudaWeight&>(next);
   L2Prefetch pf;
-  if (nw.dtype == DType::bf16)
-    pf = gated_prefetch(nw.data(), nw.rows, nw.cols, controls_.prefetch_percent,
-                        controls_.prefetch_skip_percent, linear_->sms());
+  if (tuning_.fusions && nw.dtype == DType::bf16)
+    pf = gated_prefetch(nw.data(), nw.rows, nw.cols, linear_->sms());
   lin().linear(x, cw.data(), cw.dtype, cw.rows, cw.cols, bias ? bias->ptr<const float>() : nullptr,
                out, stream_, nullptr, pf);
 }

@@ -1,7 +1,8 @@
-// The decoder stages that ride on the decode GEMVs (GemvFusion, linear.h), as device code shared by
-// the streaming GEMV (linear.cu) and the tensor-core GEMV (gemv_mma.cu), so that both compute the
-// same bits: the add_rms_norm prologue into shared memory, the write-back of the residual by the
-// last block, and the output store with bias and the gated activation. Include from .cu files only.
+// Device code shared by the decode GEMVs (gemv.h): the bf16 dot product of the one-row and
+// streaming kernels, and the decoder stages that ride on the streaming GEMV (gemv_stream.cu) and
+// the tensor-core GEMV (gemv_mma.cu) (GemvFusion), so that both compute the same bits: the
+// add_rms_norm prologue into shared memory, the write-back of the residual by the last block, and
+// the output store with bias and the gated activation. Include from .cu files only.
 #pragma once
 
 #include <type_traits>
@@ -9,9 +10,24 @@
 
 #include "backend/cuda/cuda_common.h"
 #include "backend/cuda/device_math.cuh"
-#include "backend/cuda/linear.h"
+#include "backend/cuda/gemv.h"
 
 namespace tessera::cuda {
+
+// w (8 bf16) . x (8 bf16), in k order.
+__device__ __forceinline__ float dot8(uint4 w, uint4 x) {
+  const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(&w);
+  const __nv_bfloat162* x2 = reinterpret_cast<const __nv_bfloat162*>(&x);
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 a = __bfloat1622float2(w2[i]);
+    const float2 b = __bfloat1622float2(x2[i]);
+    s = fmaf(a.x, b.x, s);
+    s = fmaf(a.y, b.y, s);
+  }
+  return s;
+}
 
 // Shared memory of the norm prologue below: [M][n] bf16 h, then [M][n] f32 v.
 __host__ __device__ inline size_t gemv_norm_bytes(int M, int64_t n) {
@@ -57,8 +73,8 @@ __device__ __forceinline__ void gemv_norm_prologue(const GemvFusion& f, int n, u
 // GEMV x = s_h * (r + s_y * y w_y) * w_out with two scalars s_y = 1 / rms(y) and s_h = 1 / rms(v);
 // both factor out of the dot products, W x = s_h * (W P + s_y * W Q) with P = r * w_out and
 // Q = y w_y * w_out, so the block stores P and Q (f32) and starts streaming after one barrier,
-// instead of waiting for two block reductions and a bf16 pass over h (run 19's timeline: 0.67 us
-// per reduction, twice per prologue, twice per layer). The scalars come from four sums taken in
+// instead of waiting for two block reductions and a bf16 pass over h (each reduction a barrier
+// round trip, twice per prologue, twice per layer). The scalars come from four sums taken in
 // the same pass, sum(v^2) = sum(r^2) + 2 s_y sum(r y w_y) + s_y^2 sum((y w_y)^2), exchanged
 // through `nred` (32 floats: 8 warps x 4) at that barrier. Shared memory: [n] f32 each P, Q, r,
 // y w_y (gemv_defer_bytes); r and y w_y are kept for the last block's write-back of v and h.

@@ -2,11 +2,10 @@
 // fp32 accumulation, with the same fusions as the streaming GEMV (gemv_fusion.cuh).
 //
 // Why: on CUDA cores every 16 bytes of weight cost M x ~8 FMAs plus the conversions, so the
-// GEMVs' time grows with M (qkv 2.96 us at M = 1, 4.55 at M = 8); here one 16-byte load per lane
-// feeds two mma.m16n8k16 whatever M is (qkv 2.76 us at M = 8; decode_b8 4,712 -> 5,404 tok/s,
-// bench/NOTES-cuda.md run 15). Not at M = 1 on large layers: an 8-row tile reads each row in
-// 64-byte pieces, which the L2 and HBM serve at about half the rate of whole lines (gate_up
-// 19.3 vs 10.9 us), so LinearOps::use_mma picks it for 2 <= M <= 8 on small layers.
+// GEMVs' time grows with M; here one 16-byte load per lane feeds two mma.m16n8k16 whatever M is.
+// Not at M = 1 on large layers: an 8-row tile reads each row in 64-byte pieces, which the L2 and
+// HBM serve at about half the rate of whole lines, so LinearOps::use_mma picks it for
+// 2 <= M <= 8 on small layers.
 //
 // Layout: W is the mma's B operand (16 k x 8 n, n = 8 consecutive rows of W, a "tile"), x the
 // A operand (rows m < M; rows >= M and 8..15 are zeros). Lane (g = lane / 4, t = lane % 4) loads
@@ -18,12 +17,12 @@
 // (CH / 8 chunks) of every tile of its block, streaming its (tile, chunk) steps through a ring of
 // D loads in flight (the first D issued before the PDL wait); the 8 slices of each output are
 // summed in shared memory in a fixed order (deterministic).
-// ref: PTX ISA "Matrix fragments for mma.m16n8k16"; linear.cu's streaming GEMV (same contract).
+// ref: PTX ISA "Matrix fragments for mma.m16n8k16"; gemv_stream.cu (same contract).
 #include <algorithm>
 
 #include "backend/cuda/cuda_common.h"
+#include "backend/cuda/gemv.h"
 #include "backend/cuda/gemv_fusion.cuh"
-#include "backend/cuda/linear.h"
 #include "backend/cuda/mma.cuh"
 
 namespace tessera::cuda {

@@ -78,7 +78,7 @@ double measure_gemm_tflops(int n, int reps) {
   fill(x.data(), e, 2, 1.f);
   fill(w.data(), e, 3, 1.f);
   LinearOps lin;
-  lin.set_force_path(2);
+  lin.set_force_path(LinearPath::cublaslt);
   Tensor xt{x.data(), DType::bf16, n, n, n}, ot{o.data(), DType::bf16, n, n, n};
   const double ms = median_ms(
       reps, [&](int) { lin.linear(xt, w.data(), DType::bf16, n, n, nullptr, ot, nullptr); });
@@ -104,7 +104,7 @@ std::vector<std::unique_ptr<CudaBuffer>> rotating_weights(size_t elems, size_t s
 
 }  // namespace
 
-double time_linear_us(int M, int N, int K, int path, int reps) {
+double time_linear_us(int M, int N, int K, LinearPath path, int reps) {
   const auto ws = rotating_weights(static_cast<size_t>(N) * K, 512u << 20, 1, 10, "linear timing");
   const int copies = static_cast<int>(ws.size());
   CudaBuffer x(static_cast<size_t>(M) * K * 2, "linear timing"),
@@ -232,15 +232,17 @@ std::string decode_ops_report(int reps) {
       fill(x.data(), static_cast<size_t>(M) * K, 5, 1.f);
       Tensor xt{x.data(), DType::bf16, M, K, K}, ot{o.data(), DType::bf16, M, N, N};
       // One GEMV kernel (LinearOps gemv kind), weights rotated (cold) or always copy 0 (hot).
-      auto time_kind = [&](int kind, bool hot) {
+      auto time_kind = [&](GemvKernel kind, bool hot) {
         LinearOps lin;
-        lin.set_force_path(1);
+        lin.set_force_path(LinearPath::gemv);
         lin.set_gemv_kind(kind);
         return graph_us_per_launch(copies, reps, [&](int i, cudaStream_t st) {
           lin.linear(xt, ws[hot ? 0 : i % copies]->data(), DType::bf16, N, K, nullptr, ot, st);
         });
       };
-      const double us[3] = {time_kind(0, false), time_kind(3, false), time_kind(4, false)};
+      const double us[3] = {time_kind(GemvKernel::rows, false),
+                            time_kind(GemvKernel::stream, false),
+                            time_kind(GemvKernel::mma, false)};
       std::snprintf(
           line, sizeof line,
           "gemv %-8s M=%d [%d x %d]: rows %.2f us (%.0f GB/s), stream %.2f us (%.0f GB/s), "
@@ -251,7 +253,7 @@ std::string decode_ops_report(int reps) {
       if (M == 1) {  // the same weight every launch: what the kernels do with an L2 hit
         std::snprintf(line, sizeof line,
                       "gemv %-8s M=1, L2-resident weight: stream %.2f us, mma %.2f us\n", names[si],
-                      time_kind(3, true), time_kind(4, true));
+                      time_kind(GemvKernel::stream, true), time_kind(GemvKernel::mma, true));
         r += line;
       }
     }

@@ -54,7 +54,7 @@ __global__ void rms_norm_kernel(const TX* __restrict__ x, int64_t xs, const floa
 
 // residual += (w_y ? norm(y) * w_y : y); out = norm(residual) * w_out when w_out. y and the
 // residual row are loaded together (one round trip), the weights before the PDL wait. The row's
-// arithmetic is AddRmsNormRow's, shared with the GEMV that fuses this op (linear.cu).
+// arithmetic is AddRmsNormRow's, shared with the GEMV that fuses this op (gemv_stream.cu).
 template <class TY, class TO>
 __global__ void add_rms_norm_kernel(float* __restrict__ res, int64_t rs, const TY* __restrict__ y,
                                     int64_t ys, const float* __restrict__ w_y,

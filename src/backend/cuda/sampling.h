@@ -31,9 +31,12 @@ void sample_rows(const float* logits, int64_t stride, int R, int V, const Sample
 // Greedy ids only (no penalties, no logprobs): each row is scanned by up to kGreedyBlocks blocks
 // with 16-byte loads and the last one to finish merges their (max, id) pairs. `part` holds
 // 2 * kGreedyBlocks words per row; `counters` R zeros (left zero). 128 blocks for a few rows: a
-// thread's loads of a 262,144-token vocabulary are two 16-byte loads, one round trip (32 blocks:
-// eight loads in series, bench/NOTES-cuda.md run 13); fewer per row as the rows fill the GPU.
+// thread's loads of a 262,144-token vocabulary are two 16-byte loads, one round trip (32 blocks
+// would leave eight loads in series); fewer per row as the rows fill the GPU (greedy.cu).
 constexpr int kGreedyBlocks = 128;
+
+// The device's SM count, which both samplers size their grids by (greedy.cu).
+int sampler_sms();
 void greedy_rows(const float* logits, int64_t stride, int R, int V, float* part, int* counters,
                  int32_t* ids, cudaStream_t st);
 
