@@ -4,6 +4,17 @@
 
 namespace tessera {
 
+GenerateOutput::Options GenerateOutput::Options::from(const GenerateOptions& g,
+                                                      std::vector<int32_t> stop_ids) {
+  Options o;
+  o.max_tokens = g.max_tokens;
+  o.stop_ids = std::move(stop_ids);
+  o.stop = g.stop;
+  o.logprobs = g.sampling.logprobs;
+  o.top_logprobs = g.sampling.top_logprobs;
+  return o;
+}
+
 void top_logprobs(const SampleOutput& out, int row, int n, const TokenTextFn& text,
                   std::vector<TokenLogprob>& dst) {
   for (int k = 0; k < std::min(out.top_n, n); ++k) {
@@ -81,12 +92,7 @@ RequestSpec generate_request(std::vector<int32_t> prompt, const GenerateOptions&
   spec.min_tokens = g.min_tokens;
   spec.positions_after_prompt = g.max_tokens;
   spec.stop_ids = stop_ids;
-  GenerateOutput::Options o;
-  o.max_tokens = g.max_tokens;
-  o.stop_ids = std::move(stop_ids);
-  o.stop = g.stop;
-  o.logprobs = g.sampling.logprobs;
-  o.top_logprobs = g.sampling.top_logprobs;
+  GenerateOutput::Options o = GenerateOutput::Options::from(g, std::move(stop_ids));
   o.text = std::move(text);
   o.on_token = std::move(on_token);
   o.token_text = std::move(token_text);

@@ -41,6 +41,9 @@ class GenerateOutput final : public RequestOutput {
     std::unique_ptr<TextStream> text;  // null: no tokenizer, text stays empty
     TokenCallback on_token;
     TokenTextFn token_text;
+    // The options a generation's GenerateOptions and stop set give (text, on_token and
+    // token_text left for the caller).
+    static Options from(const GenerateOptions& g, std::vector<int32_t> stop_ids);
   };
   explicit GenerateOutput(Options o);
 

@@ -46,12 +46,7 @@ struct Gen {
   bool cancel_at_third = false;
 
   explicit Gen(GenerateOptions g, std::vector<int32_t> stop_ids = {1}) {
-    GenerateOutput::Options o;
-    o.max_tokens = g.max_tokens;
-    o.stop_ids = std::move(stop_ids);
-    o.stop = g.stop;
-    o.logprobs = g.sampling.logprobs;
-    o.top_logprobs = g.sampling.top_logprobs;
+    GenerateOutput::Options o = GenerateOutput::Options::from(g, std::move(stop_ids));
     o.text = std::make_unique<FixedText>(std::map<int32_t, std::string>{
         {10, "he"}, {11, "llo"}, {12, " wo"}, {13, "rld"}, {14, "!"}});
     o.on_token = [this](int32_t id, std::string_view piece) {
