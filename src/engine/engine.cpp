@@ -160,20 +160,21 @@ class EngineImpl final : public Engine {
 
   GenerateResult generate(const Prompt& prompt, const GenerateOptions& opts,
                           const TokenCallback& on_token, const CancelToken& cancel) override {
-    PreparedRequest req;
-    try {
-      req = prepare(prompt, opts);
-    } catch (const Error& e) {
-      return error_result(e.what());
-    }
-    return run(make_spec(std::move(req), on_token, cancel));
+    return prepare_and_run(prompt, opts, on_token, cancel);
   }
 
   GenerateResult chat(const std::vector<ChatMessage>& messages, const GenerateOptions& opts,
                       const TokenCallback& on_token, const CancelToken& cancel) override {
+    return prepare_and_run(messages, opts, on_token, cancel);
+  }
+
+  // A prompt or a conversation prepared, then run; a request error is its result, not a throw.
+  template <class Input>
+  GenerateResult prepare_and_run(const Input& input, const GenerateOptions& opts,
+                                 const TokenCallback& on_token, const CancelToken& cancel) {
     PreparedRequest req;
     try {
-      req = prepare(messages, opts);
+      req = prepare(input, opts);
     } catch (const Error& e) {
       return error_result(e.what());
     }
