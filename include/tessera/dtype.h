@@ -5,7 +5,8 @@
 
 namespace tessera {
 
-enum class DType : uint8_t { f32, bf16, f16, i32 };
+// u32: MLX's packed quantized weights (words of several small integers).
+enum class DType : uint8_t { f32, bf16, f16, i32, u32 };
 
 inline const char* dtype_name(DType t) {
   switch (t) {
@@ -17,6 +18,8 @@ inline const char* dtype_name(DType t) {
       return "f16";
     case DType::i32:
       return "i32";
+    case DType::u32:
+      return "u32";
   }
   return "?";
 }

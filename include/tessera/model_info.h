@@ -10,6 +10,15 @@
 
 namespace tessera {
 
+// The weight matrices of one class (the module name's last part: "q_proj", "down_proj",
+// "embed_tokens", "lm_head") held at one format.
+struct WeightFormatInfo {
+  std::string tensor;
+  int bits = 0, group_size = 0;  // MLX affine quantization; 0: dense (weight_dtype)
+  int count = 0;                 // matrices of the class at this format
+  size_t file_bytes = 0;         // as stored in the checkpoint (packed words, scales, biases)
+};
+
 struct ModelInfo {
   std::string architecture;  // e.g. "Gemma3ForCausalLM"
   std::string model_type;    // e.g. "gemma3_text"
@@ -22,7 +31,8 @@ struct ModelInfo {
   DType checkpoint_dtype = DType::f32;  // as stored (the most common dtype among the tensors)
   DType weight_dtype = DType::f32;      // as held in memory
   int64_t parameter_count = 0;
-  size_t weight_bytes = 0;         // as held in memory
+  size_t weight_bytes = 0;                       // as held in memory
+  std::vector<WeightFormatInfo> weight_formats;  // every matrix class, in load order
   std::vector<int> eos_token_ids;  // config.json's and generation_config.json's, merged
   int bos_token_id = -1, pad_token_id = -1;
 };

@@ -20,6 +20,32 @@ DeviceArray ComputeBackend::upload_f32(const std::vector<float>& v, const char* 
   return a;
 }
 
+std::unique_ptr<Weight> ComputeBackend::stack_parts(std::vector<std::unique_ptr<Weight>> parts) {
+  auto w = std::make_unique<Weight>();
+  w->cols = parts.empty() ? 0 : parts[0]->cols;
+  w->dtype = parts.empty() ? DType::f32 : parts[0]->dtype;
+  for (const auto& p : parts) {
+    if (p->cols != w->cols || !p->parts.empty())
+      throw Error(ErrorKind::internal, "stack_parts: parts of different widths or nested");
+    w->rows += p->rows;
+    w->bytes += p->bytes;
+  }
+  w->parts = std::move(parts);
+  return w;
+}
+
+bool ComputeBackend::linear_parts(Tensor x, const Weight& w, const Tensor* bias, Tensor out) {
+  if (w.parts.empty()) return false;
+  int64_t col = 0;
+  for (const auto& p : w.parts) {
+    Tensor b;
+    if (bias) b = bias->cols_from(col, p->rows);
+    linear(x, *p, bias ? &b : nullptr, out.cols_from(col, p->rows));
+    col += p->rows;
+  }
+  return true;
+}
+
 void ComputeBackend::sample_async(Tensor logits, const SampleBatch& batch,
                                   const int32_t* greedy_ids) {
   if (async_pending_)

@@ -76,14 +76,48 @@ struct DeviceArray {
   Tensor view;
 };
 
+// MLX's affine quantization (ml-explore/mlx mlx/ops.cpp affine_quantize, mlx/backend/cpu/
+// quantized.cpp): a row's input elements in groups of group_size consecutive ones, each element
+// an unsigned q in [0, 2^bits) and w = scale * q + bias with one scale and bias per group (scales
+// may be negative).
+struct QuantFormat {
+  int bits = 0;        // 2, 3, 4, 5, 6 or 8; 0: a dense weight
+  int group_size = 0;  // 32, 64 or 128
+  bool quantized() const { return bits != 0; }
+  bool operator==(const QuantFormat&) const = default;
+};
+
+// One quantized matrix [rows, cols] in host memory, laid out as MLX stores it.
+struct HostQuantTensor {
+  // [rows, cols * bits / 32] words; each row one continuous bit stream, element k at bits
+  // [k bits, (k + 1) bits) counted from the least significant bit of word 0 (so 3-, 5- and
+  // 6-bit elements may straddle two words).
+  const uint32_t* packed = nullptr;
+  const void* scales = nullptr;     // [rows, cols / group_size] in scale_dtype
+  const void* biases = nullptr;     // [rows, cols / group_size] in scale_dtype
+  DType scale_dtype = DType::bf16;  // bf16, f16 or f32
+  int64_t rows = 0, cols = 0;
+  QuantFormat format;
+  std::string name;  // for messages
+};
+
 // A linear weight [rows = out_features, cols = in_features] in whatever layout the backend
 // prefers (it may pre-pack); model files only pass it back to linear() and embed().
+// A quantized weight (quant.quantized()) holds the packed values and is read by the same ops:
+// each op's result is the one it gives on the dense weight scale * q + bias (exact in f32);
+// `dtype` is then what a backend may round those values to inside a dense product (f32: never).
 class Weight {
  public:
   virtual ~Weight() = default;
   int64_t rows = 0, cols = 0;
   DType dtype = DType::f32;
+  QuantFormat quant;
   size_t bytes = 0;
+  // Parts stacked along rows that could not share one layout (q, k, v quantized at different
+  // bit widths, as mlx-lm's mixed recipes write them): each part is a weight of its own, and
+  // linear() covers them one after another into column slices of its output (linear_parts()).
+  // Only linear() and the compositions built on it take such a weight.
+  std::vector<std::unique_ptr<Weight>> parts;
 };
 
 enum class Activation { gelu_tanh, silu };
@@ -261,6 +295,13 @@ class ComputeBackend {
   virtual std::unique_ptr<Weight> upload_weight(std::span<const HostTensor* const> parts,
                                                 DType dtype, const std::string& what) = 0;
 
+  // A weight made of quantized `parts` stacked along dim 0, all of one format and width, stored
+  // in the backend's layout for packed products; `dtype` as Weight::dtype says.
+  virtual std::unique_ptr<Weight> upload_quantized(std::span<const HostQuantTensor* const> parts,
+                                                   DType dtype, const std::string& what) = 0;
+  // The weight of `parts` already uploaded (stacked along dim 0, one cols): Weight::parts.
+  static std::unique_ptr<Weight> stack_parts(std::vector<std::unique_ptr<Weight>> parts);
+
   // Scratch for one forward: reset() then take(); valid until the next reset().
   virtual void scratch_reset() = 0;
   virtual Tensor scratch(int64_t rows, int64_t cols, DType dt) = 0;
@@ -365,6 +406,10 @@ class ComputeBackend {
                                const Weight& next) {
     linear(x, w, bias, out);
   }
+  // linear() of a weight with Weight::parts: each part into its column slice of out (and its
+  // slice of bias). Returns false (and does nothing) for a weight without parts. Backends call it
+  // first in linear().
+  bool linear_parts(Tensor x, const Weight& w, const Tensor* bias, Tensor out);
   // The composition's first step: residual_norm(n) as add_rms_norm / rms_norm.
   void residual_norm(const ResidualNorm& n) {
     if (n.y) {

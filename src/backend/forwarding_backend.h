@@ -31,6 +31,10 @@ class ForwardingBackend : public ComputeBackend {
                                         const std::string& what) override {
     return in_->upload_weight(parts, dtype, what);
   }
+  std::unique_ptr<Weight> upload_quantized(std::span<const HostQuantTensor* const> parts,
+                                           DType dtype, const std::string& what) override {
+    return in_->upload_quantized(parts, dtype, what);
+  }
   void scratch_reset() override { in_->scratch_reset(); }
   Tensor scratch(int64_t r, int64_t c, DType dt) override { return in_->scratch(r, c, dt); }
   BatchView upload(const HostBatch& b) override { return in_->upload(b); }

@@ -18,6 +18,7 @@ inline size_t dtype_size(DType t) {
     case DType::f16:
       return 2;
     case DType::i32:
+    case DType::u32:
       return 4;
   }
   return 0;

@@ -23,11 +23,7 @@ json read_json_file(const std::string& path) {
   }
 }
 
-namespace {
-
-// Strips the wrappers that multimodal and causal-LM checkpoints put around the text weights.
-// Returns "" for tensors that belong to other towers (vision, projector), which are ignored.
-std::string canonical_name(const std::string& n) {
+std::string canonical_tensor_name(const std::string& n) {
   static const char* kPrefixes[] = {"model.language_model.", "language_model.model.",
                                     "language_model.", "model."};
   static const char* kOther[] = {"vision_tower.",          "model.vision_tower.",
@@ -39,8 +35,6 @@ std::string canonical_name(const std::string& n) {
     if (n.rfind(p, 0) == 0) return n.substr(std::string(p).size());
   return n;
 }
-
-}  // namespace
 
 ModelDir::ModelDir(const std::string& dir) : dir_(dir) {
   if (!fs::is_directory(dir)) fail(ErrorKind::io, dir + ": not a directory");
@@ -88,7 +82,7 @@ ModelDir::ModelDir(const std::string& dir) : dir_(dir) {
 void ModelDir::add_shard(const std::string& file) {
   shards_.push_back(std::make_unique<SafetensorsFile>(file));
   for (const auto& [name, info] : shards_.back()->tensors()) {
-    std::string c = canonical_name(name);
+    std::string c = canonical_tensor_name(name);
     if (c.empty()) continue;
     if (tensors_.count(c))
       fail_model(file + ": tensor '" + name + "' also appears in " + tensors_.at(c).file);
@@ -106,7 +100,7 @@ const TensorInfo& ModelDir::take(const std::string& name) {
   if (it == tensors_.end()) fail_model(dir_ + ": missing tensor '" + name + "'");
   if (!it->second.dtype_known)
     fail_model(it->second.file + ": tensor '" + it->second.name + "' has dtype " +
-               it->second.dtype_name + "; tessera reads F32, BF16 and F16");
+               it->second.dtype_name + "; tessera reads F32, BF16, F16 and (quantized) U32");
   used_.insert(name);
   return it->second;
 }

@@ -51,6 +51,11 @@ class ModelDir {
   std::set<std::string> used_;
 };
 
+// The name model files use for a checkpoint's tensor or module path: the wrappers of multimodal
+// and causal-LM checkpoints stripped ("model.layers.0.mlp" -> "layers.0.mlp"); "" for other
+// towers (vision, projector), which are ignored.
+std::string canonical_tensor_name(const std::string& name);
+
 // Reads a JSON file; throws Error(io / invalid_model) naming it.
 nlohmann::json read_json_file(const std::string& path);
 

@@ -48,12 +48,17 @@ bool parse_dtype(const std::string& s, DType* out, size_t* elem) {
     *elem = 2;
     return true;
   }
+  if (s == "U32") {  // MLX's packed quantized weights
+    *out = DType::u32;
+    *elem = 4;
+    return true;
+  }
   return false;
 }
 
 size_t other_dtype_size(const std::string& s) {
   if (s == "F64" || s == "I64" || s == "U64") return 8;
-  if (s == "I32" || s == "U32") return 4;
+  if (s == "I32") return 4;
   if (s == "I16" || s == "U16") return 2;
   if (s == "I8" || s == "U8" || s == "BOOL" || s == "F8_E4M3" || s == "F8_E5M2") return 1;
   return 0;
@@ -174,7 +179,11 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
     int64_t n = 1;
     for (int64_t d : t.shape) n *= d;
     size_t bytes = static_cast<size_t>(n) * dtype_size(t.dtype);
-    const char* dt = t.dtype == DType::f32 ? "F32" : t.dtype == DType::bf16 ? "BF16" : "F16";
+    const char* dt = t.dtype == DType::f32    ? "F32"
+                     : t.dtype == DType::bf16 ? "BF16"
+                     : t.dtype == DType::u32  ? "U32"
+                     : t.dtype == DType::i32  ? "I32"
+                                              : "F16";
     header[t.name] = {
         {"dtype", dt}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;

@@ -9,10 +9,21 @@ namespace tessera {
 void DecoderModel::load(ModelDir& dir, const LoadOptions& opts) {
   ModelInfo& in = info_;
   in.weight_dtype = choose_weight_dtype(dir, opts, &in.checkpoint_dtype);
-  WeightLoader w(dir, *backend_, in.weight_dtype, opts.progress);
+  QuantFormat quantize_to;
+  if (opts.quantize_bits != 0) {
+    if (opts.quantize_bits != 4 && opts.quantize_bits != 8)
+      fail_arg("--quantize takes 4 or 8 (bits), not " + std::to_string(opts.quantize_bits));
+    if (opts.quantize_group_size != 32 && opts.quantize_group_size != 64 &&
+        opts.quantize_group_size != 128)
+      fail_arg("the quantization group size must be 32, 64 or 128, not " +
+               std::to_string(opts.quantize_group_size));
+    quantize_to = {opts.quantize_bits, opts.quantize_group_size};
+  }
+  WeightLoader w(dir, *backend_, in.weight_dtype, opts.progress, quantize_to);
   w_ = load_decoder_weights(w, dir, *backend_, cfg_, in.tied_embeddings);
   in.parameter_count = w.parameters();
-  in.weight_bytes = static_cast<size_t>(in.parameter_count) * dtype_size(in.weight_dtype);
+  in.weight_bytes = w.bytes_held();
+  in.weight_formats = w.formats();
   set_kv_spec(in.weight_dtype == DType::f32 ? DType::f32 : DType::bf16);
 }
 

@@ -65,7 +65,7 @@ std::vector<std::string> read_layer_types(const ConfigReader& c, int num_layers)
 DType choose_weight_dtype(const ModelDir& dir, const LoadOptions& opts, DType* checkpoint_dtype) {
   std::map<DType, size_t> bytes;
   for (const auto& [name, t] : dir.tensors())
-    if (t.dtype_known) bytes[t.dtype] += t.nbytes;
+    if (t.dtype_known && t.dtype != DType::u32) bytes[t.dtype] += t.nbytes;  // not packed words
   DType ck = DType::f32;
   size_t best = 0;
   for (auto [dt, n] : bytes)

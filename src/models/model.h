@@ -33,6 +33,10 @@ struct ForwardOutput {
 
 struct LoadOptions {
   std::string dtype = "auto";  // auto (the checkpoint's; f16 -> f32 on the CPU), f32, bf16
+  // Quantize the checkpoint's dense matrices at load (MLX affine, `tessera quantize`'s
+  // algorithm): bits 4 or 8, group size 64 unless set. Matrices already quantized stay as stored.
+  int quantize_bits = 0;
+  int quantize_group_size = 64;
   // Called after each weight is in place with bytes loaded so far and the total (progress bars).
   std::function<void(size_t done, size_t total)> progress;
 };

@@ -1,8 +1,80 @@
 #include "models/weight_loader.h"
 
 #include "core/check.h"
+#include "core/thread_pool.h"
+#include "quant/affine.h"
 
 namespace tessera {
+
+namespace {
+
+// "layers.3.mlp.down_proj.weight" -> "layers.3.mlp.down_proj"
+std::string module_of(const std::string& weight_name) {
+  const std::string suffix = ".weight";
+  TS_ASSERT(weight_name.size() > suffix.size() &&
+            weight_name.compare(weight_name.size() - suffix.size(), suffix.size(), suffix) == 0);
+  return weight_name.substr(0, weight_name.size() - suffix.size());
+}
+
+// A dense matrix quantized at load: the packed words and the scales and biases in the
+// checkpoint's float dtype, as mlx-lm's quantize_model would have written them.
+struct QuantizedCopy {
+  std::vector<uint32_t> packed;
+  std::vector<uint16_t> scales16, biases16;
+  std::vector<float> scales32, biases32;
+};
+
+void quantize_matrix(const TensorInfo& t, QuantFormat f, QuantizedCopy& q, HostQuantTensor& h) {
+  const int64_t rows = t.shape[0], cols = t.shape[1], groups = cols / f.group_size;
+  const int64_t words = quant::words_per_row(cols, f.bits);
+  const bool half = t.dtype != DType::f32;
+  q.packed.resize(static_cast<size_t>(rows * words));
+  std::vector<float> s(static_cast<size_t>(rows * groups)), b(s.size());
+  ThreadPool::global().parallel_for(rows, [&](int64_t r0, int64_t r1, int) {
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t k = 0; k < cols; ++k) {
+        const int64_t i = r * cols + k;
+        row[k] = t.dtype == DType::f32    ? static_cast<const float*>(t.data)[i]
+                 : t.dtype == DType::bf16 ? bf16_to_f32(static_cast<const uint16_t*>(t.data)[i])
+                                          : f16_to_f32(static_cast<const uint16_t*>(t.data)[i]);
+      }
+      quant::quantize_row(row.data(), cols, f.bits, f.group_size, q.packed.data() + r * words,
+                          s.data() + r * groups, b.data() + r * groups);
+    }
+  });
+  if (half) {
+    auto to16 = [&](const std::vector<float>& v, std::vector<uint16_t>& out) {
+      out.resize(v.size());
+      for (size_t i = 0; i < v.size(); ++i)
+        out[i] = t.dtype == DType::bf16 ? f32_to_bf16(v[i]) : f32_to_f16(v[i]);
+    };
+    to16(s, q.scales16);
+    to16(b, q.biases16);
+  } else {
+    q.scales32 = std::move(s);
+    q.biases32 = std::move(b);
+  }
+  h.packed = q.packed.data();
+  h.scales = half ? static_cast<const void*>(q.scales16.data()) : q.scales32.data();
+  h.biases = half ? static_cast<const void*>(q.biases16.data()) : q.biases32.data();
+  h.scale_dtype = half ? t.dtype : DType::f32;
+  h.rows = rows;
+  h.cols = cols;
+  h.format = f;
+}
+
+}  // namespace
+
+WeightLoader::WeightLoader(ModelDir& dir, ComputeBackend& backend, DType weight_dtype,
+                           std::function<void(size_t, size_t)> progress, QuantFormat quantize_to)
+    : dir_(dir),
+      backend_(backend),
+      dtype_(weight_dtype),
+      progress_(std::move(progress)),
+      qc_(read_quant_config(dir)),
+      quantize_to_(quantize_to),
+      total_(dir.total_bytes()) {}
 
 const TensorInfo& WeightLoader::take_checked(const std::string& name,
                                              const std::vector<int64_t>& shape) {
@@ -14,23 +86,87 @@ const TensorInfo& WeightLoader::take_checked(const std::string& name,
     fail_model(t.file + ": tensor '" + t.name + "' has shape " + t.shape_str() + " but " +
                dir_.config_path() + " implies " + want);
   }
+  if (t.dtype == DType::u32 || t.dtype == DType::i32)
+    fail_model(t.file + ": tensor '" + t.name + "' has dtype " + t.dtype_name +
+               " where a float tensor is expected");
   params_ += t.numel();
   done_ += t.nbytes;
   if (progress_) progress_(done_, total_);
   return t;
 }
 
+void WeightLoader::record(const std::string& module, QuantFormat f, size_t file_bytes) {
+  const std::string cls = module.substr(module.rfind('.') + 1);
+  for (WeightFormatInfo& i : formats_)
+    if (i.tensor == cls && i.bits == f.bits && i.group_size == f.group_size) {
+      ++i.count;
+      i.file_bytes += file_bytes;
+      return;
+    }
+  formats_.push_back({cls, f.bits, f.group_size, 1, file_bytes});
+}
+
 std::unique_ptr<Weight> WeightLoader::matrix(const std::vector<std::string>& names,
                                              const std::vector<int64_t>& rows, int64_t cols) {
   // The compute interface takes host views, not io's TensorInfo (it knows no file format).
-  std::vector<HostTensor> views;
-  for (size_t i = 0; i < names.size(); ++i) {
+  const size_t n = names.size();
+  std::vector<HostTensor> dense(n);
+  std::vector<HostQuantTensor> packed(n);
+  std::vector<QuantizedCopy> copies(n);
+  std::vector<bool> is_quant(n);
+  for (size_t i = 0; i < n; ++i) {
+    const std::string module = module_of(names[i]);
+    const QuantFormat f = module_format(dir_, qc_, module, rows[i], cols);
+    if (f.quantized()) {
+      const TensorInfo& w = dir_.take(names[i]);
+      const TensorInfo& s = dir_.take(module + ".scales");
+      const TensorInfo& b = dir_.take(module + ".biases");
+      packed[i] = {static_cast<const uint32_t*>(w.data), s.data, b.data, s.dtype, rows[i], cols, f,
+                   w.file + ": tensor '" + w.name + "'"};
+      is_quant[i] = true;
+      params_ += rows[i] * cols;
+      done_ += w.nbytes + s.nbytes + b.nbytes;
+      if (progress_) progress_(done_, total_);
+      record(module, f, w.nbytes + s.nbytes + b.nbytes);
+      continue;
+    }
     const TensorInfo& t = take_checked(names[i], {rows[i], cols});
-    views.push_back({t.data, t.dtype, t.shape, t.file + ": tensor '" + t.name + "'"});
+    const std::string what = t.file + ": tensor '" + t.name + "'";
+    if (quantize_to_.quantized() && cols % quantize_to_.group_size == 0) {
+      quantize_matrix(t, quantize_to_, copies[i], packed[i]);
+      packed[i].name = what;
+      is_quant[i] = true;
+      record(module, quantize_to_, t.nbytes);
+      continue;
+    }
+    dense[i] = {t.data, t.dtype, t.shape, what};
+    record(module, {}, t.nbytes);
   }
-  std::vector<const HostTensor*> parts;
-  for (const HostTensor& v : views) parts.push_back(&v);
-  return backend_.upload_weight(parts, dtype_, names[0]);
+  // One upload when the parts share a layout, else one per part (Weight::parts).
+  bool same = true;
+  for (size_t i = 1; i < n; ++i)
+    same = same && is_quant[i] == is_quant[0] &&
+           (!is_quant[0] || packed[i].format == packed[0].format);
+  auto upload = [&](size_t b, size_t e) -> std::unique_ptr<Weight> {
+    if (is_quant[b]) {
+      std::vector<const HostQuantTensor*> parts;
+      for (size_t i = b; i < e; ++i) parts.push_back(&packed[i]);
+      return backend_.upload_quantized(parts, dtype_, names[b]);
+    }
+    std::vector<const HostTensor*> parts;
+    for (size_t i = b; i < e; ++i) parts.push_back(&dense[i]);
+    return backend_.upload_weight(parts, dtype_, names[b]);
+  };
+  std::unique_ptr<Weight> w;
+  if (same) {
+    w = upload(0, n);
+  } else {
+    std::vector<std::unique_ptr<Weight>> parts;
+    for (size_t i = 0; i < n; ++i) parts.push_back(upload(i, i + 1));
+    w = ComputeBackend::stack_parts(std::move(parts));
+  }
+  held_ += w->bytes;
+  return w;
 }
 
 DeviceArray WeightLoader::vector(const std::string& name, int64_t n, float add) {
@@ -42,6 +178,7 @@ DeviceArray WeightLoader::vector(const std::string& name, int64_t n, float add) 
                                        : f16_to_f32(static_cast<const uint16_t*>(t.data)[i]);
     v[i] = add + x;
   }
+  held_ += v.size() * sizeof(float);
   return backend_.upload_f32(v, "norm/bias vector");
 }
 
@@ -55,6 +192,7 @@ DeviceArray WeightLoader::vectors(const std::vector<std::string>& names,
                     : t.dtype == DType::bf16 ? bf16_to_f32(static_cast<const uint16_t*>(t.data)[j])
                                              : f16_to_f32(static_cast<const uint16_t*>(t.data)[j]));
   }
+  held_ += all.size() * sizeof(float);
   return backend_.upload_f32(all, "bias vector");
 }
 
@@ -100,9 +238,10 @@ DecoderWeights load_decoder_weights(WeightLoader& w, ModelDir& dir, ComputeBacke
   d.norm = w.vector("norm.weight", c.hidden, c.norm_add);
   if (!tied) {
     d.lm_head = w.matrix({"lm_head.weight"}, {c.vocab}, c.hidden);
-  } else if (dir.has("lm_head.weight")) {
+  } else {
     // A redundant copy of the tied embedding: transformers ignores it, and so does tessera.
-    dir.take("lm_head.weight");
+    for (const char* t : {"lm_head.weight", "lm_head.scales", "lm_head.biases"})
+      if (dir.has(t)) dir.take(t);
   }
   dir.check_all_used();
   return d;

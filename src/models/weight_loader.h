@@ -9,20 +9,18 @@
 #include <vector>
 
 #include "models/decoder_config.h"
+#include "models/quant_config.h"
 
 namespace tessera {
 
 // Loads weights by canonical name with the shape the config implies, and names the tensor and
-// the config key when they disagree.
+// the config key when they disagree. A matrix whose module is MLX-quantized in the checkpoint
+// (quant_config.h) is uploaded packed; with `quantize_to`, dense matrices are quantized at load
+// by MLX's algorithm (quant/affine.h) first.
 class WeightLoader {
  public:
   WeightLoader(ModelDir& dir, ComputeBackend& backend, DType weight_dtype,
-               std::function<void(size_t, size_t)> progress = {})
-      : dir_(dir),
-        backend_(backend),
-        dtype_(weight_dtype),
-        progress_(std::move(progress)),
-        total_(dir.total_bytes()) {}
+               std::function<void(size_t, size_t)> progress = {}, QuantFormat quantize_to = {});
 
   // Stacks the named [rows_i, cols] matrices (e.g. q, k, v) into one weight.
   std::unique_ptr<Weight> matrix(const std::vector<std::string>& names,
@@ -34,15 +32,23 @@ class WeightLoader {
   bool has(const std::string& name) const { return dir_.has(name); }
 
   int64_t parameters() const { return params_; }
+  // Bytes the uploaded weights hold on the device (packing and padding included).
+  size_t bytes_held() const { return held_; }
+  // Every matrix loaded, by class and format (ModelInfo::weight_formats).
+  const std::vector<WeightFormatInfo>& formats() const { return formats_; }
 
  private:
   const TensorInfo& take_checked(const std::string& name, const std::vector<int64_t>& shape);
+  void record(const std::string& module, QuantFormat f, size_t file_bytes);
   ModelDir& dir_;
   ComputeBackend& backend_;
   DType dtype_;
   std::function<void(size_t, size_t)> progress_;
-  size_t total_ = 0, done_ = 0;
+  QuantConfig qc_;
+  QuantFormat quantize_to_;
+  size_t total_ = 0, done_ = 0, held_ = 0;
   int64_t params_ = 0;
+  std::vector<WeightFormatInfo> formats_;
 };
 
 // One decoder layer's weights under transformers' names (ref: LlamaDecoderLayer,

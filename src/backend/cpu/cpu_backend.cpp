@@ -7,6 +7,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/quant_weight.h"
 #include "core/check.h"
 
 namespace tessera {
@@ -61,6 +62,12 @@ class CpuBackend final : public ComputeBackend {
       row += p->shape[0];
     }
     return w;
+  }
+
+  // Repacks MLX's packed rows into the CPU's quantized panels (quant_weight.h).
+  std::unique_ptr<Weight> upload_quantized(std::span<const HostQuantTensor* const> parts,
+                                           DType dtype, const std::string& what) override {
+    return cpu::pack_quantized(parts, dtype, what);
   }
 
   void scratch_reset() override {
@@ -121,7 +128,11 @@ class CpuBackend final : public ComputeBackend {
 
   void embed(const Weight& table, const int32_t* ids, int n, float scale, bool round,
              Tensor out) override {
-    cpu::embed(static_cast<const cpu::CpuWeight&>(table), ids, n, scale, round, out);
+    if (table.quant.quantized()) {
+      cpu::embed_quant(static_cast<const cpu::CpuQuantWeight&>(table), ids, n, scale, round, out);
+    } else {
+      cpu::embed(static_cast<const cpu::CpuWeight&>(table), ids, n, scale, round, out);
+    }
   }
   void rms_norm(Tensor x, Tensor w, float eps, Tensor out) override {
     cpu::rms_norm(x, w, eps, out);
@@ -131,7 +142,12 @@ class CpuBackend final : public ComputeBackend {
     cpu::add_rms_norm(residual, y, w_y, w_out, eps, out);
   }
   void linear(Tensor x, const Weight& w, const Tensor* bias, Tensor out) override {
-    cpu::linear(x, static_cast<const cpu::CpuWeight&>(w), bias, out);
+    if (linear_parts(x, w, bias, out)) return;
+    if (w.quant.quantized()) {
+      cpu::linear_quant(x, static_cast<const cpu::CpuQuantWeight&>(w), bias, out);
+    } else {
+      cpu::linear(x, static_cast<const cpu::CpuWeight&>(w), bias, out);
+    }
   }
   void qk_norm_rope(Tensor qkv, int nh, int nkv, int hd, const Tensor* q_norm, const Tensor* k_norm,
                     float eps, const int32_t* positions, Tensor inv_freq) override {
@@ -152,8 +168,12 @@ class CpuBackend final : public ComputeBackend {
                     Tensor out) override {
     // One pass where the panel kernel takes the shape (equal to the two ops bit for bit; +1.9% on
     // prefill, bench/NOTES-cpu.md), else the two ops.
-    if (!cpu::linear_gated(x, static_cast<const cpu::CpuWeight&>(w), bias, act, out))
-      ComputeBackend::linear_gated(x, w, bias, act, gate_up, out);
+    const bool fused =
+        !w.parts.empty() ? false
+        : w.quant.quantized()
+            ? cpu::linear_gated_quant(x, static_cast<const cpu::CpuQuantWeight&>(w), bias, act, out)
+            : cpu::linear_gated(x, static_cast<const cpu::CpuWeight&>(w), bias, act, out);
+    if (!fused) ComputeBackend::linear_gated(x, w, bias, act, gate_up, out);
   }
   void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out) override {
     for (int r = 0; r < n; ++r)

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/quant_weight.h"
 #include "backend/cpu/simd_kernels.h"
 #include "core/thread_pool.h"
 
@@ -52,24 +53,33 @@ void linear_scalar(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out)
       1);
 }
 
+// What linear_simd's kernel reads: a CpuWeight's panels, or a quantized weight's dequantized
+// into f32 panels a few at a time (quant_weight.h) just before the kernel reads them.
+struct PanelSource {
+  const CpuWeight* dense = nullptr;
+  const CpuQuantWeight* quant = nullptr;
+  int64_t rows() const { return dense ? dense->rows : quant->rows; }
+  int64_t panels() const { return dense ? dense->panels : quant->panels; }
+};
+
 // gated: out [M, I] = act(x gate^T + b) * (x up^T + b') over gate_up [2 I, K] (linear_gated).
-void linear_simd(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out, bool dpbf16,
+void linear_simd(Tensor x, const PanelSource& w, const Tensor* bias, Tensor out, bool dpbf16,
                  const Activation* gated = nullptr) {
   const Isa isa = active_isa();
-  const int64_t M = x.rows, K = x.cols, N = gated ? w.rows / 2 : w.rows;
+  const int64_t M = x.rows, K = x.cols, N = gated ? w.rows() / 2 : w.rows();
   thread_local std::vector<float> x_buf, out_buf, xp_buf;
   thread_local std::vector<uint32_t> pair_buf;
   LinArgs a;
-  a.w = w.data();
-  a.w_dtype = w.dtype;
+  a.w = w.dense ? w.dense->data() : nullptr;
+  a.w_dtype = w.dense ? w.dense->dtype : DType::f32;
   a.K = K;
   a.N = N;
-  a.panel_elems = w.panel_elems;
+  a.panel_elems = w.dense ? w.dense->panel_elems : kPanel * K;
   a.M = static_cast<int>(M);
   a.bias = bias ? bias->ptr<const float>() : nullptr;
   a.k_block_pairs = forced_k_block();
   if (gated) {
-    a.up_panels = w.panels / 2;
+    a.up_panels = w.panels() / 2;
     a.act = *gated;
   }
   if (x.dtype == DType::f32) {
@@ -126,10 +136,33 @@ void linear_simd(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out, b
   // Gated: the runs are of gate panels (each block reads its up panel too).
   ThreadPool& pool = ThreadPool::global();
   const int64_t tasks = 2 * pool.size();
-  const int64_t panels = gated ? w.panels / 2 : w.panels;
+  const int64_t panels = gated ? w.panels() / 2 : w.panels();
   const int64_t chunk = M <= 2 ? std::clamp<int64_t>(panels / (pool.size() * 8) / 4 * 4, 4, 256)
                                : ((panels + tasks - 1) / tasks + 1) / 2 * 2;
-  pool.parallel_dynamic(panels, chunk, [&](int64_t p0, int64_t p1, int) { kernel(a, p0, p1); });
+  auto run = [&](int64_t p0, int64_t p1) {
+    if (!w.quant) return kernel(a, p0, p1);
+    // Quantized: dequantize a few panels (about 256 KiB of f32, in L2), run the kernel on
+    // them, and go on; the kernel sees panels [0, n) of the buffer as panels [s, s + n).
+    thread_local std::vector<float> wbuf;
+    const int64_t step = std::clamp<int64_t>((256 << 10) / (a.panel_elems * 4), 1, 8);
+    auto dequant = isa == Isa::avx512 ? avx512::quant_dequant_panels : avx2::quant_dequant_panels;
+    wbuf.resize(static_cast<size_t>((gated ? 2 : 1) * step * a.panel_elems));
+    for (int64_t s0 = p0; s0 < p1; s0 += step) {
+      const int64_t n = std::min(step, p1 - s0);
+      LinArgs b = a;
+      dequant(*w.quant, s0, n, wbuf.data());
+      if (gated) {
+        dequant(*w.quant, s0 + a.up_panels, n, wbuf.data() + n * a.panel_elems);
+        b.up_panels = n;
+      }
+      b.w = wbuf.data();
+      b.N = a.N - s0 * kPanel;
+      b.out = a.out + s0 * kPanel;
+      if (a.bias) b.bias = a.bias + s0 * kPanel;
+      kernel(b, 0, n);
+    }
+  };
+  pool.parallel_dynamic(panels, chunk, [&](int64_t p0, int64_t p1, int) { run(p0, p1); });
   if (out.dtype != DType::f32)
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n)
@@ -161,8 +194,13 @@ bool linear_gated(Tensor x, const CpuWeight& w, const Tensor* bias, Activation a
       w.dtype != DType::bf16 || w.rows % (2 * kPanel) != 0 || out.dtype != DType::f32 ||
       out.cols != I || out.rows != x.rows || forced_k_block() != 0 || (x.cols + 1) / 2 > 1024)
     return false;
-  linear_simd(x, w, bias, out, false, &act);
+  linear_simd(x, {&w}, bias, out, false, &act);
   return true;
+}
+
+void linear_dequant_panels(Tensor x, const CpuQuantWeight& w, const Tensor* bias, Tensor out,
+                           const Activation* gated) {
+  linear_simd(x, {nullptr, &w}, bias, out, false, gated);
 }
 
 void linear(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out) {
@@ -171,9 +209,9 @@ void linear(Tensor x, const CpuWeight& w, const Tensor* bias, Tensor out) {
     case LinearPath::onednn:
       return gemm_dnnl(x, w, bias, out);
     case LinearPath::dpbf16:
-      return linear_simd(x, w, bias, out, true);
+      return linear_simd(x, {&w}, bias, out, true);
     default:
-      return linear_simd(x, w, bias, out, false);
+      return linear_simd(x, {&w}, bias, out, false);
   }
 }
 

@@ -79,6 +79,9 @@ class CudaBackend final : public ComputeBackend {
   // other buffer's copy runs.
   std::unique_ptr<Weight> upload_weight(std::span<const HostTensor* const> parts, DType dtype,
                                         const std::string& what) override;
+  // Quantized weights (cuda_quant_ops.cpp).
+  std::unique_ptr<Weight> upload_quantized(std::span<const HostQuantTensor* const> parts,
+                                           DType dtype, const std::string& what) override;
   // The scratch arena: chunks while a forward's sizes are still growing, one buffer of the high
   // water mark after (stable addresses for graph replays); the weight-upload staging goes back
   // at the first reset.

@@ -1,0 +1,89 @@
+// Packing of MLX quantized tensors into the CPU layout (quant_weight.h), once at load time.
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/quant_weight.h"
+#include "core/check.h"
+#include "core/thread_pool.h"
+#include "quant/affine.h"
+
+namespace tessera::cpu {
+
+std::unique_ptr<CpuQuantWeight> pack_quantized(std::span<const HostQuantTensor* const> parts,
+                                               DType dtype, const std::string& what) {
+  TS_ASSERT(!parts.empty());
+  auto w = std::make_unique<CpuQuantWeight>();
+  const HostQuantTensor& first = *parts[0];
+  w->cols = first.cols;
+  w->quant = first.format;
+  w->dtype = dtype;
+  w->bf16_scales = true;
+  for (const HostQuantTensor* p : parts) {
+    TS_ASSERT(p->cols == w->cols && p->format == w->quant);
+    w->rows += p->rows;
+    w->bf16_scales = w->bf16_scales && p->scale_dtype == DType::bf16;
+  }
+  const int bits = w->quant.bits, gs = w->quant.group_size;
+  TS_ASSERT(quant::valid_bits(bits) && quant::valid_group_size(gs) && w->cols % gs == 0);
+  w->sb = bits <= 4 ? 4 : 8;
+  w->panels = (w->rows + kPanel - 1) / kPanel;
+  w->groups = w->cols / gs;
+  w->words_per_group = gs * w->sb / 32;
+  w->group_bytes = w->words_per_group * 64 + 2 * kPanel * w->scale_size();
+  w->panel_bytes = w->groups * w->group_bytes;
+  w->bytes = static_cast<size_t>(w->panels * w->panel_bytes);
+  w->buffer = HostBuffer(w->bytes, what.c_str());
+  std::memset(w->buffer.data(), 0, w->bytes);  // padding rows: q = 0, scale = bias = 0
+
+  // Row n of the stack: its part and its row there.
+  std::vector<std::pair<const HostQuantTensor*, int64_t>> starts;
+  int64_t row0 = 0;
+  for (const HostQuantTensor* p : parts) {
+    starts.emplace_back(p, row0);
+    row0 += p->rows;
+  }
+  const int64_t K = w->cols, src_words = quant::words_per_row(K, bits), per = 32 / w->sb;
+  ThreadPool::global().parallel_for(
+      w->rows,
+      [&](int64_t n0, int64_t n1, int) {
+        std::vector<uint8_t> q(static_cast<size_t>(K));
+        for (int64_t n = n0; n < n1; ++n) {
+          size_t i = starts.size() - 1;
+          while (starts[i].second > n) --i;
+          const HostQuantTensor& t = *starts[i].first;
+          const int64_t r = n - starts[i].second;
+          const uint32_t* src = t.packed + r * src_words;
+          quant::unpack_row(src, K, bits, q.data());
+          uint8_t* base = w->buffer.as<uint8_t>() + (n / kPanel) * w->panel_bytes;
+          const int64_t j = n % kPanel;
+          for (int64_t g = 0; g < w->groups; ++g) {
+            uint8_t* blk = base + g * w->group_bytes;
+            for (int64_t c = 0; c < w->words_per_group; ++c) {
+              uint32_t word = 0;
+              for (int64_t e = 0; e < per; ++e)
+                word |= static_cast<uint32_t>(q[g * gs + c * per + e]) << (e * w->sb);
+              std::memcpy(blk + (c * kPanel + j) * 4, &word, 4);
+            }
+            const int64_t gi = r * w->groups + g;
+            uint8_t* sc = blk + w->words_per_group * 64;
+            for (int b = 0; b < 2; ++b) {
+              const void* s = b ? t.biases : t.scales;
+              uint8_t* dst = sc + (b * kPanel + j) * w->scale_size();
+              if (w->bf16_scales) {
+                std::memcpy(dst, static_cast<const uint16_t*>(s) + gi, 2);
+              } else {
+                const float f = t.scale_dtype == DType::f32 ? static_cast<const float*>(s)[gi]
+                                : t.scale_dtype == DType::bf16
+                                    ? bf16_to_f32(static_cast<const uint16_t*>(s)[gi])
+                                    : f16_to_f32(static_cast<const uint16_t*>(s)[gi]);
+                std::memcpy(dst, &f, 4);
+              }
+            }
+          }
+        }
+      },
+      kPanel);
+  return w;
+}
+
+}  // namespace tessera::cpu
