@@ -82,7 +82,7 @@ struct DeviceArray {
 // may be negative).
 struct QuantFormat {
   int bits = 0;        // 2, 3, 4, 5, 6 or 8; 0: a dense weight
-  int group_size = 0;  // 32, 64 or 128
+  int group_size = 0;  // 32, 64 or 128 (MLX); 16 too on the CPU (GGUF Q6_K)
   bool quantized() const { return bits != 0; }
   bool operator==(const QuantFormat&) const = default;
 };

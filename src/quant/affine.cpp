@@ -14,6 +14,9 @@ bool valid_bits(int bits) {
 bool valid_group_size(int g) {
   return g == 32 || g == 64 || g == 128;
 }
+bool valid_kernel_group_size(int g) {
+  return g == 16 || valid_group_size(g);
+}
 
 void pack_row(const uint8_t* q, int64_t n, int bits, uint32_t* out) {
   std::memset(out, 0, static_cast<size_t>(words_per_row(n, bits)) * 4);

@@ -13,6 +13,9 @@ namespace tessera::quant {
 // What MLX accepts: bits 2, 3, 4, 5, 6, 8; group sizes 32, 64, 128.
 bool valid_bits(int bits);
 bool valid_group_size(int group_size);
+// What the backends' packed kernels take: MLX's group sizes and 16, the group of GGUF's Q6_K
+// (quant/gguf_blocks.h). Config files stay on valid_group_size.
+bool valid_kernel_group_size(int group_size);
 // The uint32 words of one packed row of `cols` elements (cols * bits / 32; MLX requires
 // cols * bits to be a multiple of 32, which holds whenever cols is a multiple of the group size).
 inline int64_t words_per_row(int64_t cols, int bits) {

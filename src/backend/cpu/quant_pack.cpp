@@ -24,7 +24,7 @@ std::unique_ptr<CpuQuantWeight> pack_quantized(std::span<const HostQuantTensor* 
     w->bf16_scales = w->bf16_scales && p->scale_dtype == DType::bf16;
   }
   const int bits = w->quant.bits, gs = w->quant.group_size;
-  TS_ASSERT(quant::valid_bits(bits) && quant::valid_group_size(gs) && w->cols % gs == 0);
+  TS_ASSERT(quant::valid_bits(bits) && quant::valid_kernel_group_size(gs) && w->cols % gs == 0);
   w->sb = bits <= 4 ? 4 : 8;
   w->panels = (w->rows + kPanel - 1) / kPanel;
   w->groups = w->cols / gs;
