@@ -233,8 +233,8 @@ void GgufFile::parse() {
   // rejected before anything is read or allocated for them.
   if (n_kv > c.left() / 13)
     fail_model(path_ + ": the header claims " + std::to_string(n_kv) +
-               " metadata entries, more than the file's " + std::to_string(c.left()) +
-               " remaining bytes can hold");
+               " metadata entries, more than the " + std::to_string(c.left()) +
+               " bytes left can hold (a truncated or corrupt file)");
   for (uint64_t i = 0; i < n_kv; ++i) {
     const std::string at = "metadata entry " + std::to_string(i);
     const std::string key(c.string(at + "'s key"));
@@ -251,7 +251,7 @@ void GgufFile::parse() {
         if (n > c.left() / 8)
           fail_model(path_ + ": " + w + " claims " + std::to_string(n) +
                      " strings, more than the " + std::to_string(c.left()) +
-                     " bytes left can hold");
+                     " bytes left can hold (a truncated or corrupt file)");
         for (uint64_t j = 0; j < n; ++j) c.string(w + " (string " + std::to_string(j) + ")");
         return;
       }
@@ -299,8 +299,8 @@ void GgufFile::parse() {
 
   if (n_tensors > c.left() / 24)
     fail_model(path_ + ": the header claims " + std::to_string(n_tensors) +
-               " tensors, more than the file's " + std::to_string(c.left()) +
-               " remaining bytes can hold");
+               " tensors, more than the " + std::to_string(c.left()) +
+               " bytes left can hold (a truncated or corrupt file)");
   for (uint64_t i = 0; i < n_tensors; ++i) {
     GgufTensor t;
     t.name = std::string(c.string("tensor info " + std::to_string(i) + "'s name"));
