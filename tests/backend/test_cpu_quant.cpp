@@ -173,8 +173,17 @@ struct Shape {
 TEST(CpuQuant, LinearMatchesDequantizedProduct) {
   auto be = make_cpu_backend();
   const Shape shapes[] = {
-      {1536, 1152, {4, 64}}, {1152, 1024, {8, 32}}, {100, 256, {4, 128}}, {4099, 128, {4, 64}},
-      {40, 384, {2, 32}},    {33, 192, {3, 64}},    {48, 320, {5, 32}},   {17, 384, {6, 128}},
+      {1536, 1152, {4, 64}},
+      {1152, 1024, {8, 32}},
+      {100, 256, {4, 128}},
+      {4099, 128, {4, 64}},
+      {40, 384, {2, 32}},
+      {33, 192, {3, 64}},
+      {48, 320, {5, 32}},
+      {17, 384, {6, 128}},
+      // Group 16: GGUF's Q6_K (quant/gguf_blocks.h), and a 4-bit one for the other stored width.
+      {40, 256, {6, 16}},
+      {33, 128, {4, 16}},
   };
   for (const Shape& sh : shapes) {
     const RandomQuant q(sh.N, sh.K, sh.f, sh.N * 3 + sh.f.bits);
