@@ -221,6 +221,44 @@ TEST(Gguf, TruncatedAtEveryByte) {
   }
 }
 
+// Random byte corruptions of a valid file: each either reads or fails with an Error (under
+// scripts/asan-gguf.sh: without reading outside the mapping).
+TEST(Gguf, CorruptedBytesNeverCrash) {
+  GgufBuilder b = every_value_type();
+  b.tensor("a", id(GgmlType::q4_k), {256, 2}).tensor("b", id(GgmlType::f16), {8, 3});
+  const std::string bytes = b.build();
+  uint64_t rng = 0x2545f4914f6cdd1dull;
+  auto next = [&] {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+  };
+  int read = 0, failed = 0;
+  for (int i = 0; i < 1500; ++i) {
+    std::string m = bytes;
+    const int flips = 1 + static_cast<int>(next() % 4);
+    for (int j = 0; j < flips; ++j) {
+      // Mostly the header (where the structure is), sometimes anywhere.
+      const size_t limit = next() % 4 ? std::min<size_t>(m.size(), 700) : m.size();
+      m[next() % limit] = static_cast<char>(next() % 8 ? next() : (next() % 2 ? 0xff : 0));
+    }
+    const std::string p = write_temp(m);
+    try {
+      GgufFile f(p);
+      for (const auto& k : f.keys()) {
+        const GgufValue& v = f.get(k);
+        if (v.type == VT::array && v.elem_type == VT::string) f.get_string_array(k);
+      }
+      ++read;
+    } catch (const Error& e) {
+      ++failed;
+    }
+  }
+  EXPECT_GT(failed, 0);
+  EXPECT_GT(read + failed, 0);
+}
+
 TEST(Gguf, BadHeaders) {
   std::string bytes = GgufBuilder{}.build();
   bytes[0] = 'X';
