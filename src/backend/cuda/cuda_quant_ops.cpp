@@ -128,7 +128,7 @@ void CudaBackend::quant_linear(Tensor x, const Weight& wt, const float* bias, Te
     const int64_t n = std::min(tile, w.rows - r0);
     const Tensor t{buf, dt, n, K, K};
     launch_dequant_rows(v, r0, n, t, stream_);
-    ops.linear(x, buf, dt, n, K, bias ? bias + r0 : nullptr, out.cols_from(r0, n), stream_);
+    ops.dense(x, buf, dt, n, K, bias ? bias + r0 : nullptr, out.cols_from(r0, n), stream_);
   }
 }
 

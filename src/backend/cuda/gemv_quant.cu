@@ -33,7 +33,7 @@ struct Shape {
 Shape shape_of(int M, const QuantView& w, bool gated) {
   Shape s;
   s.MT = rows_of(M);
-  s.RP = quant_rp(s.MT, gated);
+  s.RP = quant_rp(s.MT, gated, w.sb);
   s.RR = s.RP * (gated ? 2 : 1);
   s.KU = quant_ku(s.MT);
   s.E = 128 / w.sb;

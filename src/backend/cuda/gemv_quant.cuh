@@ -38,9 +38,9 @@ constexpr size_t kQuantMaxSmem = 96u << 10;
 constexpr int kQuantMaxItems = 64;
 
 // Rows (or gate/up pairs) per item and loads per lane per item, by M: fewer as the accumulators
-// [RR][M] take the registers.
-constexpr int quant_rp(int MT, bool gated) {
-  return MT == 1 ? (gated ? 2 : 4) : MT == 2 ? (gated ? 1 : 2) : 1;
+// [RR][M] take the registers, and at 8 bits (twice the chunks per row) half as many rows.
+constexpr int quant_rp(int MT, bool gated, int SB) {
+  return (MT == 1 ? (gated ? 2 : 4) : MT == 2 ? (gated ? 1 : 2) : 1) / (SB == 8 && MT == 1 ? 2 : 1);
 }
 constexpr int quant_ku(int MT) {
   return MT >= 16 ? 2 : MT >= 8 ? 3 : MT >= 2 ? 4 : 5;
@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(256, 2) gemv_quant_kernel(QuantGemvArgs a) {
   static_assert(!XF || MT == 1, "XF: M = 1");
   static_assert(!DEFER || (XF && NORM), "DEFER: M = 1 with the norm");
   static_assert(!ARGMAX || (DEFER && std::is_same_v<TO, float> && !GATED), "ARGMAX: LM heads");
-  constexpr int RP = quant_rp(MT, GATED), RR = RP * (GATED ? 2 : 1), KU = quant_ku(MT);
+  constexpr int RP = quant_rp(MT, GATED, SB), RR = RP * (GATED ? 2 : 1), KU = quant_ku(MT);
   constexpr int E = 128 / SB;
   using ST = std::conditional_t<SF, uint2, uint32_t>;
   __shared__ float red[kQuantMaxItems][RR][MT];
@@ -164,12 +164,14 @@ __global__ void __launch_bounds__(256, 2) gemv_quant_kernel(QuantGemvArgs a) {
   const int sl = warp % wpr;
   const int lo = static_cast<int>(static_cast<int64_t>(C) * sl / wpr);
   const int len = static_cast<int>(static_cast<int64_t>(C) * (sl + 1) / wpr) - lo;
-  // Each lane's slots, the same in every item of this warp: item row (RR: none) << 16 | chunk.
+  // Each lane's slots, the same in every item of this warp: item row (RR: none) << 16 | chunk,
+  // rows fastest: the RR lanes of one chunk read the same x (one shared-memory broadcast instead
+  // of RR reads; RR divides 32, so a lane's row is the same in all its slots).
   int slot[KU];
 #pragma unroll
   for (int u = 0; u < KU; ++u) {
-    const int s = lane + 32 * u, r = s < RR * len ? s / len : RR;
-    slot[u] = (r << 16) | (lo + s - (r < RR ? r : 0) * len);
+    const int s = lane + 32 * u, r = s < RR * len ? s % RR : RR;
+    slot[u] = (r << 16) | (lo + s / RR);
   }
   auto sr = [&](int u) { return slot[u] >> 16; };
   auto sc = [&](int u) { return slot[u] & 0xffff; };
