@@ -1,7 +1,10 @@
 // tessera_cpu_bench: CPU decode and prefill speed of a model (Gemma-3-1B in bf16 by default) on
 // all the threads of the pool, with where the time goes, plus op micro-benchmarks.
 //   tessera_cpu_bench [--model DIR] [--prompt 128] [--decode 64] [--reps 3] [--no-ops] [--ops-only]
-//                     [--only pool|small|attention|gemv|rows|kernel]
+//                     [--only pool|small|attention|gemv|rows|kernel] [--quantize 4|8]
+//                     [--group-size 64] [--no-profile]
+// --quantize quantizes the dense matrices at load (MLX affine, as `tessera quantize` would);
+// --no-profile skips the per-op profile of one decode and one prefill run.
 // Figures are medians over --reps runs (other processes share the cores). Decode GB/s counts the
 // bytes of weights one token reads (every linear weight once, the tied LM head included).
 #include <immintrin.h>
@@ -29,7 +32,8 @@ namespace {
 struct Options {
   std::string model = "/tmp/g1b";
   int prompt = 128, decode = 64, reps = 3;
-  bool ops = true, model_runs = true;
+  int quantize_bits = 0, group_size = 64;  // LoadOptions::quantize_bits / quantize_group_size
+  bool ops = true, model_runs = true, profile = true;
   std::string only;  // one op group
 };
 
@@ -63,6 +67,12 @@ Options parse(int argc, char** argv) {
       o.decode = next_int();
     else if (a == "--reps")
       o.reps = next_int();
+    else if (a == "--quantize")
+      o.quantize_bits = next_int();
+    else if (a == "--group-size")
+      o.group_size = next_int();
+    else if (a == "--no-profile")
+      o.profile = false;
     else if (a == "--no-ops")
       o.ops = false;
     else if (a == "--ops-only")
@@ -73,7 +83,8 @@ Options parse(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: tessera_cpu_bench [--model DIR] [--prompt N] [--decode N] [--reps N] "
-                   "[--no-ops] [--ops-only] [--only pool|small|attention|gemv|rows|kernel]\n"
+                   "[--no-ops] [--ops-only] [--only pool|small|attention|gemv|rows|kernel] "
+                   "[--quantize 4|8] [--group-size N] [--no-profile]\n"
                    "(unknown option '%s')\n",
                    a.c_str());
       std::exit(2);
@@ -170,15 +181,20 @@ void run_model(const Options& o) {
   ModelDir dir(o.model);
   const double t_load = now_s();
   LoadOptions lo;
+  lo.quantize_bits = o.quantize_bits;
+  lo.quantize_group_size = o.group_size;
   std::unique_ptr<Model> model = load_model(dir, tb, lo);
   const ModelInfo& info = model->info();
+  std::string held = info.weight_dtype == DType::bf16 ? "bf16" : "f32";
+  if (o.quantize_bits != 0)
+    held += " + " + std::to_string(o.quantize_bits) + "-bit g" + std::to_string(o.group_size);
   std::printf(
       "model %s: %s, %d layers, hidden %d, vocab %d, %lld params, %.2f GB as %s "
-      "(loaded in %.1f s)\n",
+      "(loaded in %.1f s; weight bytes %zu)\n",
       o.model.c_str(), info.architecture.c_str(), info.num_layers, info.hidden_size,
       info.vocab_size, static_cast<long long>(info.parameter_count),
-      static_cast<double>(info.weight_bytes) / 1e9,
-      info.weight_dtype == DType::bf16 ? "bf16" : "f32", now_s() - t_load);
+      static_cast<double>(info.weight_bytes) / 1e9, held.c_str(), now_s() - t_load,
+      info.weight_bytes);
   std::printf("anonymous huge pages in use:%s\n", anon_huge_pages().c_str());
   // Bytes of weights one decode token reads: every linear weight (the embedding row is noise;
   // a tied LM head reads the whole table).
@@ -246,6 +262,7 @@ void run_model(const Options& o) {
       median(run_cpu_tps));
 
   // Where the time goes: one profiled decode run and one profiled prefill.
+  if (!o.profile) return;
   runner.reset();
   batch[0] = prompt;
   auto lg = runner.step(batch, false);

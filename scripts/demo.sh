@@ -12,3 +12,8 @@ MODEL=models/tessera-tiny-en
 # the same on every run.
 ./build/tessera generate --model "$MODEL" --prompt "And it came to pass, when the king" \
   --max-tokens 48 --seed 42
+# The same model with its matrices quantized to MLX 4-bit (group 64) at load: 3.6x fewer weight
+# bytes per token (README, "Quantized models").
+echo "--- 4-bit (--quantize 4):" >&2
+./build/tessera generate --model "$MODEL" --prompt "And it came to pass, when the king" \
+  --max-tokens 48 --seed 42 --quantize 4

@@ -30,6 +30,8 @@ struct EngineOptions {
   std::string model_dir;
   std::string device = "auto";  // auto (CUDA when available) | cpu | cuda
   std::string dtype = "auto";   // weights in memory: auto (the checkpoint's) | f32 | bf16
+  int quantize = 0;             // 4 | 8: quantize a dense checkpoint's matrices at load (MLX
+                                // affine, group 64, as `tessera quantize`); 0: as stored
   int context_length = 0;       // positions per sequence; 0: min(max_position_embeddings, 32768)
   size_t memory_limit = 0;      // bytes on the compute device (weights + KV + activations); 0: none
   size_t kv_memory = 0;         // bytes for the KV pool; 0: automatic

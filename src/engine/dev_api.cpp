@@ -20,20 +20,22 @@ struct LoadedModel {
   std::unique_ptr<Model> model;
 };
 
-LoadedModel load(const std::string& dir, const std::string& device, const std::string& dtype) {
+LoadedModel load(const std::string& dir, const std::string& device, const std::string& dtype,
+                 int quantize_bits) {
   LoadedModel m;
   m.backend = select_backend(device);
   m.dir = std::make_unique<ModelDir>(dir);
   LoadOptions o;
   o.dtype = dtype;
+  o.quantize_bits = quantize_bits;
   m.model = load_model(*m.dir, *m.backend, o);
   return m;
 }
 
 }  // namespace
 
-ModelSummary describe_model(const std::string& dir, const std::string& dtype) {
-  LoadedModel m = load(dir, "cpu", dtype);
+ModelSummary describe_model(const std::string& dir, const std::string& dtype, int quantize_bits) {
+  LoadedModel m = load(dir, "cpu", dtype, quantize_bits);
   ModelSummary s;
   s.info = m.model->info();
   const KvSpec& kv = m.model->kv_spec();
@@ -44,8 +46,8 @@ ModelSummary describe_model(const std::string& dir, const std::string& dtype) {
 
 std::vector<std::vector<float>> logits(const std::string& dir, const std::string& device,
                                        const std::string& dtype, const std::vector<int32_t>& ids,
-                                       bool all_positions) {
-  LoadedModel m = load(dir, device, dtype);
+                                       bool all_positions, int quantize_bits) {
+  LoadedModel m = load(dir, device, dtype, quantize_bits);
   validate_tokens(ids, m.model->info().vocab_size);
   DirectRunner runner(*m.model, static_cast<int>(ids.size()));
   std::vector<std::vector<int32_t>> seqs{ids};
@@ -59,9 +61,9 @@ struct LogitsSession::Impl {
 };
 
 LogitsSession::LogitsSession(const std::string& dir, const std::string& device,
-                             const std::string& dtype)
+                             const std::string& dtype, int quantize_bits)
     : impl_(std::make_unique<Impl>()) {
-  impl_->m = load(dir, device, dtype);
+  impl_->m = load(dir, device, dtype, quantize_bits);
 }
 LogitsSession::~LogitsSession() = default;
 const ModelInfo& LogitsSession::info() const {

@@ -13,8 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "core/check.h"      // fail(), fail_arg(), fail_model(): tessera::Error with a message
-#include "models/presets.h"  // make-model: MakeModelOptions, make_model()
+#include "core/check.h"           // fail(), fail_arg(), fail_model(): tessera::Error with a message
+#include "models/mlx_quantize.h"  // quantize: QuantizeOptions, quantize_model_dir()
+#include "models/presets.h"       // make-model: MakeModelOptions, make_model()
 #include "tessera/model_info.h"
 #include "tokenizer/tokenizer.h"  // tokenize, detokenize: the Tokenizer interface
 
@@ -25,21 +26,24 @@ struct ModelSummary {
   ModelInfo info;
   size_t kv_bytes_per_token = 0;  // K and V of every layer for one position
 };
-ModelSummary describe_model(const std::string& dir, const std::string& dtype);
+// quantize_bits (4 | 8, 0: off): the dense matrices quantized at load (LoadOptions).
+ModelSummary describe_model(const std::string& dir, const std::string& dtype,
+                            int quantize_bits = 0);
 
 // logits: one forward over `ids` without the scheduler, on `device` (auto | cpu | cuda, chosen as
 // the engine chooses); the logits of the last position, or of every position. Throws
 // Error(invalid_argument) for an id outside the vocabulary.
 std::vector<std::vector<float>> logits(const std::string& dir, const std::string& device,
                                        const std::string& dtype, const std::vector<int32_t>& ids,
-                                       bool all_positions);
+                                       bool all_positions, int quantize_bits = 0);
 
 // perplexity: a model on `device` fed one sequence in chunks without the scheduler
 // (DirectRunner). reset(max_context) starts a sequence of up to max_context positions; step()
 // appends `ids` to it and returns the logits of its last position, or of every new position.
 class LogitsSession {
  public:
-  LogitsSession(const std::string& dir, const std::string& device, const std::string& dtype);
+  LogitsSession(const std::string& dir, const std::string& device, const std::string& dtype,
+                int quantize_bits = 0);
   ~LogitsSession();
   LogitsSession(const LogitsSession&) = delete;
   LogitsSession& operator=(const LogitsSession&) = delete;

@@ -407,6 +407,7 @@ class EngineImpl final : public Engine {
     dir_ = std::make_unique<ModelDir>(o.model_dir);
     LoadOptions lo;
     lo.dtype = o.dtype;
+    lo.quantize_bits = o.quantize;
     if (o.progress) lo.progress = progress_printer();
     model_ = load_model(*dir_, *backend_, lo);
     if (o.progress) std::fprintf(stderr, "\n");

@@ -1,7 +1,7 @@
 #include "models/weight_loader.h"
 
 #include "core/check.h"
-#include "core/thread_pool.h"
+#include "models/mlx_quantize.h"
 #include "quant/affine.h"
 
 namespace tessera {
@@ -14,54 +14,6 @@ std::string module_of(const std::string& weight_name) {
   TS_ASSERT(weight_name.size() > suffix.size() &&
             weight_name.compare(weight_name.size() - suffix.size(), suffix.size(), suffix) == 0);
   return weight_name.substr(0, weight_name.size() - suffix.size());
-}
-
-// A dense matrix quantized at load: the packed words and the scales and biases in the
-// checkpoint's float dtype, as mlx-lm's quantize_model would have written them.
-struct QuantizedCopy {
-  std::vector<uint32_t> packed;
-  std::vector<uint16_t> scales16, biases16;
-  std::vector<float> scales32, biases32;
-};
-
-void quantize_matrix(const TensorInfo& t, QuantFormat f, QuantizedCopy& q, HostQuantTensor& h) {
-  const int64_t rows = t.shape[0], cols = t.shape[1], groups = cols / f.group_size;
-  const int64_t words = quant::words_per_row(cols, f.bits);
-  const bool half = t.dtype != DType::f32;
-  q.packed.resize(static_cast<size_t>(rows * words));
-  std::vector<float> s(static_cast<size_t>(rows * groups)), b(s.size());
-  ThreadPool::global().parallel_for(rows, [&](int64_t r0, int64_t r1, int) {
-    std::vector<float> row(static_cast<size_t>(cols));
-    for (int64_t r = r0; r < r1; ++r) {
-      for (int64_t k = 0; k < cols; ++k) {
-        const int64_t i = r * cols + k;
-        row[k] = t.dtype == DType::f32    ? static_cast<const float*>(t.data)[i]
-                 : t.dtype == DType::bf16 ? bf16_to_f32(static_cast<const uint16_t*>(t.data)[i])
-                                          : f16_to_f32(static_cast<const uint16_t*>(t.data)[i]);
-      }
-      quant::quantize_row(row.data(), cols, f.bits, f.group_size, q.packed.data() + r * words,
-                          s.data() + r * groups, b.data() + r * groups);
-    }
-  });
-  if (half) {
-    auto to16 = [&](const std::vector<float>& v, std::vector<uint16_t>& out) {
-      out.resize(v.size());
-      for (size_t i = 0; i < v.size(); ++i)
-        out[i] = t.dtype == DType::bf16 ? f32_to_bf16(v[i]) : f32_to_f16(v[i]);
-    };
-    to16(s, q.scales16);
-    to16(b, q.biases16);
-  } else {
-    q.scales32 = std::move(s);
-    q.biases32 = std::move(b);
-  }
-  h.packed = q.packed.data();
-  h.scales = half ? static_cast<const void*>(q.scales16.data()) : q.scales32.data();
-  h.biases = half ? static_cast<const void*>(q.biases16.data()) : q.biases32.data();
-  h.scale_dtype = half ? t.dtype : DType::f32;
-  h.rows = rows;
-  h.cols = cols;
-  h.format = f;
 }
 
 }  // namespace
@@ -112,7 +64,7 @@ std::unique_ptr<Weight> WeightLoader::matrix(const std::vector<std::string>& nam
   const size_t n = names.size();
   std::vector<HostTensor> dense(n);
   std::vector<HostQuantTensor> packed(n);
-  std::vector<QuantizedCopy> copies(n);
+  std::vector<QuantizedMatrix> copies(n);
   std::vector<bool> is_quant(n);
   for (size_t i = 0; i < n; ++i) {
     const std::string module = module_of(names[i]);
@@ -133,8 +85,15 @@ std::unique_ptr<Weight> WeightLoader::matrix(const std::vector<std::string>& nam
     const TensorInfo& t = take_checked(names[i], {rows[i], cols});
     const std::string what = t.file + ": tensor '" + t.name + "'";
     if (quantize_to_.quantized() && cols % quantize_to_.group_size == 0) {
-      quantize_matrix(t, quantize_to_, copies[i], packed[i]);
-      packed[i].name = what;
+      copies[i] = quantize_matrix(t, quantize_to_);
+      packed[i] = {copies[i].packed.data(),
+                   copies[i].scales(),
+                   copies[i].biases(),
+                   copies[i].dtype,
+                   rows[i],
+                   cols,
+                   quantize_to_,
+                   what};
       is_quant[i] = true;
       record(module, quantize_to_, t.nbytes);
       continue;

@@ -74,6 +74,53 @@ TEST(PerplexityCli, TextOutputWithStoredBf16Weights) {
       << r.out;
 }
 
+// Quantized weights (issue 25's quality bounds): 8-bit within +0.5% and 4-bit g64 within +5% of
+// the bf16 model's perplexity (transformers' f32 value), quantized at load (--quantize) and, for
+// 4-bit, by `tessera quantize` into a directory that then loads as an MLX one: the same quantizer,
+// so the same perplexity to the printed digits.
+double perplexity_of(const std::string& args) {
+  auto r = run_tessera(args + " --device cpu --json");
+  EXPECT_EQ(r.status, 0) << args << "\n" << r.err;
+  if (r.status != 0) return NAN;
+  return nlohmann::json::parse(r.out)["perplexity"].get<double>();
+}
+
+TEST(PerplexityCli, QuantizedWeightsStayWithinTheQualityBounds) {
+  const auto ex = expected()["excerpt"];
+  const double bf16 = ex["perplexity"].get<double>();
+  const double q8 = perplexity_of(excerpt_args(ex) + " --quantize 8");
+  const double q4 = perplexity_of(excerpt_args(ex) + " --quantize 4");
+  EXPECT_LT(q8, bf16 * 1.005) << "8-bit";
+  EXPECT_GT(q8, bf16 * 0.995) << "8-bit";
+  EXPECT_LT(q4, bf16 * 1.05) << "4-bit g64";
+  EXPECT_GT(q4, bf16 * 0.99) << "4-bit g64";
+  EXPECT_GT(q4, q8) << "4 bits should lose more than 8";
+
+  const std::string out = ::testing::TempDir() + "tessera_tiny_q4";
+  auto r = run_tessera("quantize --model " + kModel + " --out " + out + " --bits 4");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string dir_args = "perplexity --model " + out + " --text " + kFixtures +
+                               "/heldout_excerpt.txt --context " +
+                               std::to_string(ex["context"].get<int>()) + " --stride " +
+                               std::to_string(ex["stride"].get<int>());
+  EXPECT_DOUBLE_EQ(perplexity_of(dir_args), q4);
+  r = run_tessera("info --model " + out + " --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto info = nlohmann::json::parse(r.out);
+  EXPECT_EQ(info["quantized"], true);
+  int quantized_classes = 0;
+  for (const auto& f : info["weight_formats"])
+    if (f["bits"] == 4 && f["group_size"] == 64) ++quantized_classes;
+  EXPECT_GE(quantized_classes, 8) << r.out;  // q/k/v/o, gate/up/down, the embedding
+  // Quantizing a quantized directory is refused with a clear error.
+  r = run_tessera("quantize --model " + out + " --out " + out + "_again");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("already quantized"), std::string::npos) << r.err;
+  r = run_tessera(excerpt_args(ex) + " --device cpu --quantize 7");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("--quantize"), std::string::npos) << r.err;
+}
+
 TEST(PerplexityCli, GreedyContinuationsMatchTransformers) {
   const auto fx = expected();  // kept alive: a range-for over expected()["greedy"] would dangle
   ASSERT_EQ(fx["greedy"].size(), 5u);

@@ -23,12 +23,14 @@ inline std::string fixtures_root() {
   return std::string(TESSERA_SOURCE_DIR) + "/tests/fixtures/models";
 }
 
-inline std::vector<ModelFixture> load_model_fixtures() {
+// The fixtures under `root` (tests/fixtures/models; tests/fixtures/quant holds the quantized ones,
+// made by scripts/fixtures/make_quant_fixtures.py in the same format).
+inline std::vector<ModelFixture> load_model_fixtures(const std::string& root = fixtures_root()) {
   namespace fs = std::filesystem;
   std::vector<ModelFixture> out;
-  if (!fs::exists(fixtures_root())) return out;
+  if (!fs::exists(root)) return out;
   std::vector<fs::path> dirs;
-  for (const auto& e : fs::directory_iterator(fixtures_root()))
+  for (const auto& e : fs::directory_iterator(root))
     if (e.is_directory() && fs::exists(e.path() / "expected.json")) dirs.push_back(e.path());
   std::sort(dirs.begin(), dirs.end());
   for (const auto& d : dirs) {

@@ -27,6 +27,7 @@ void add_info_command(CLI::App& app);
 void add_logits_command(CLI::App& app);
 void add_perplexity_command(CLI::App& app);
 void add_make_model_command(CLI::App& app);
+void add_quantize_command(CLI::App& app);
 void add_chat_template_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_chat_command(CLI::App& app);

@@ -12,6 +12,7 @@ void add_engine_options(CLI::App* cmd, EngineArgs& a) {
   cmd->add_option("--model", a.model, "Hugging Face model directory")->required();
   cmd->add_option("--device", a.device, "auto | cpu | cuda");
   cmd->add_option("--dtype", a.dtype, "weights in memory: auto | f32 | bf16");
+  add_quantize_option(cmd, a.quantize);
   cmd->add_option("--context", a.context, "positions per sequence (default: the model's, capped)");
   cmd->add_option("--memory-limit", a.memory_limit,
                   "bytes tessera may use on the device (e.g. 4G)");
@@ -23,6 +24,12 @@ void add_engine_options(CLI::App* cmd, EngineArgs& a) {
   cmd->add_flag("--no-warmup", a.no_warmup,
                 "on a GPU, skip the prefills and the short request run at load (the first "
                 "request then pays for loading kernels and capturing the decode graph)");
+}
+
+void add_quantize_option(CLI::App* cmd, int& bits) {
+  cmd->add_option("--quantize", bits,
+                  "4 | 8: quantize the model's dense matrices at load (MLX affine, group 64, as "
+                  "`tessera quantize` writes them)");
 }
 
 size_t parse_bytes(const std::string& s, const char* option) {
@@ -51,6 +58,7 @@ std::unique_ptr<Engine> load_engine(const EngineArgs& a, bool one_sequence) {
   o.model_dir = a.model;
   o.device = a.device;
   o.dtype = a.dtype;
+  o.quantize = a.quantize;
   if (a.context < 0) fail_arg("--context must be positive");
   if (a.batch_tokens < 0) fail_arg("--batch-tokens must be positive");
   if (a.max_seqs < 0) fail_arg("--max-seqs must be positive");

@@ -14,12 +14,14 @@ namespace tessera::cli {
 
 struct EngineArgs {
   std::string model, device = "auto", dtype = "auto";
-  int context = 0, batch_tokens = 0, max_seqs = 0;
+  int context = 0, batch_tokens = 0, max_seqs = 0, quantize = 0;
   std::string memory_limit, kv_memory;
   bool no_prefix_cache = false;
   bool no_warmup = false;
 };
 void add_engine_options(CLI::App* cmd, EngineArgs& a);
+// --quantize 4|8 (the commands that load a model without the engine take it too).
+void add_quantize_option(CLI::App* cmd, int& bits);
 // `one_sequence`: the command runs one sequence at a time (generate, chat), so without
 // --max-seqs the engine is sized for one, not for a server's batch: the KV pool and the sampler's
 // rows for 256 sequences held 24 GiB of a GPU for a single prompt.

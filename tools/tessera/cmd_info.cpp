@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
+#include "cli_engine.h"
 
 namespace tessera::cli {
 
@@ -10,15 +11,17 @@ void add_info_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "describe a model directory");
   struct Args {
     std::string model, dtype = "auto";
+    int quantize = 0;
     bool json = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--model", a->model, "Hugging Face model directory")->required();
   cmd->add_option("--dtype", a->dtype, "weight dtype in memory: auto | f32 | bf16");
+  add_quantize_option(cmd, a->quantize);
   cmd->add_flag("--json", a->json, "print one JSON object");
   cmd->callback([a] {
     run_command([&] {
-      const dev::ModelSummary summary = dev::describe_model(a->model, a->dtype);
+      const dev::ModelSummary summary = dev::describe_model(a->model, a->dtype, a->quantize);
       const ModelInfo& in = summary.info;
       int sliding = 0;
       for (const auto& t : in.layer_types) sliding += t == "sliding_attention";
@@ -46,6 +49,18 @@ void add_info_command(CLI::App& app) {
           {"kv_bytes_per_token", kv_per_token},
           {"eos_token_ids", in.eos_token_ids},
       };
+      nlohmann::json formats = nlohmann::json::array();
+      bool quantized = false;
+      for (const WeightFormatInfo& f : in.weight_formats) {
+        formats.push_back({{"tensor", f.tensor},
+                           {"bits", f.bits},
+                           {"group_size", f.group_size},
+                           {"count", f.count},
+                           {"file_bytes", f.file_bytes}});
+        quantized = quantized || f.bits != 0;
+      }
+      j["weight_formats"] = formats;
+      j["quantized"] = quantized;
       if (a->json) {
         std::printf("%s\n", j.dump().c_str());
       } else {
@@ -63,6 +78,17 @@ void add_info_command(CLI::App& app) {
                     dtype_name(in.weight_dtype));
         std::printf("parameters        %lld\n", static_cast<long long>(in.parameter_count));
         std::printf("weights           %s\n", dev::format_bytes(in.weight_bytes).c_str());
+        if (quantized) {
+          // One line per matrix class and format, e.g. "down_proj  6-bit g64  x26  12.3 MiB".
+          std::printf("quantization      MLX affine, per tensor class (on disk):\n");
+          for (const WeightFormatInfo& f : in.weight_formats) {
+            const std::string fmt =
+                f.bits ? std::to_string(f.bits) + "-bit g" + std::to_string(f.group_size)
+                       : std::string(dtype_name(in.checkpoint_dtype));
+            std::printf("  %-14s %-10s x%-4d %s\n", f.tensor.c_str(), fmt.c_str(), f.count,
+                        dev::format_bytes(f.file_bytes).c_str());
+          }
+        }
         std::printf(
             "KV cache          %s per token (full-attention layers; sliding layers hold at most "
             "the window)\n",

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
+#include "cli_engine.h"
 
 namespace tessera::cli {
 
@@ -10,6 +11,7 @@ void add_logits_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("logits", "run one forward over token ids and print logits");
   struct Args {
     std::string model, tokens, device = "cpu", dtype = "auto";
+    int quantize = 0;
     bool all = false, json = false;
   };
   auto a = std::make_shared<Args>();
@@ -19,10 +21,11 @@ void add_logits_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "print {\"logits\": [[...], ...]}");
   cmd->add_option("--device", a->device, "auto | cpu | cuda");
   cmd->add_option("--dtype", a->dtype, "weight dtype in memory: auto | f32 | bf16");
+  add_quantize_option(cmd, a->quantize);
   cmd->callback([a] {
     run_command([&] {
       std::vector<int32_t> ids = parse_id_list(a->tokens, "--tokens");
-      auto rows = dev::logits(a->model, a->device, a->dtype, ids, a->all);
+      auto rows = dev::logits(a->model, a->device, a->dtype, ids, a->all, a->quantize);
       if (a->json) {
         nlohmann::json j = {{"logits", rows}};
         std::printf("%s\n", j.dump().c_str());

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "cli.h"
+#include "cli_engine.h"
 #include "engine/dev_api.h"
 
 namespace tessera::cli {
@@ -60,6 +61,7 @@ void add_perplexity_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("perplexity", "token-level perplexity of a text file");
   struct Args {
     std::string model, text, device = "auto", dtype = "auto";
+    int quantize = 0;
     int context = 0, stride = 0;
     bool json = false;
   };
@@ -75,10 +77,11 @@ void add_perplexity_command(CLI::App& app) {
                 "print {\"perplexity\", \"nll\", \"scored\", \"windows\": [...], ...}");
   cmd->add_option("--device", a->device, "auto | cpu | cuda");
   cmd->add_option("--dtype", a->dtype, "weight dtype in memory: auto | f32 | bf16");
+  add_quantize_option(cmd, a->quantize);
   cmd->callback([a] {
     run_command([&] {
       const std::string text = read_text(a->text);
-      dev::LogitsSession m(a->model, a->device, a->dtype);
+      dev::LogitsSession m(a->model, a->device, a->dtype, a->quantize);
       const ModelInfo& info = m.info();
       auto tok = Tokenizer::load(a->model);
       const std::vector<int32_t> ids = tok->encode(text, true);

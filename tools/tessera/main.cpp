@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_logits_command(app);
   tessera::cli::add_perplexity_command(app);
   tessera::cli::add_make_model_command(app);
+  tessera::cli::add_quantize_command(app);
   tessera::cli::add_chat_template_command(app);
   tessera::cli::add_generate_command(app);
   tessera::cli::add_chat_command(app);

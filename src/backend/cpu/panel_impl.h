@@ -177,12 +177,14 @@ void block_bf16(const LinArgs& a, const KBlock& kb, int64_t p, int m0, bool pf) 
         store_outputs<S>(a, kb, m0 + m, (p + q) * kPanel + v * W, acc[m][q][v]);
 }
 
-// The same over f32 panels ([K][16] each).
+// The same over f32 panels ([K][16] each), gated too (quantized weights dequantized to f32).
 template <class S, int MR, int NP>
 void block_f32(const LinArgs& a, const KBlock& kb, int64_t p, int m0, bool pf) {
   using V = typename S::V;
   constexpr int W = S::W, VP = PanelTile<S>::VP;
   const float* wp = static_cast<const float*>(a.w) + p * a.panel_elems;
+  // Panel q's elements start at wp + q * stride (the next panel, or the paired up panel).
+  const int64_t stride = a.up_panels > 0 ? a.up_panels * a.panel_elems : a.panel_elems;
   V acc[MR][NP][VP];
   for (int m = 0; m < MR; ++m)
     for (int q = 0; q < NP; ++q)
@@ -191,7 +193,7 @@ void block_f32(const LinArgs& a, const KBlock& kb, int64_t p, int m0, bool pf) {
   auto step = [&](int64_t k, auto xk_of) {
     V w[NP][VP];
     for (int q = 0; q < NP; ++q) {
-      const float* line = wp + q * a.panel_elems + k * kPanel;
+      const float* line = wp + q * stride + k * kPanel;
       if (pf) _mm_prefetch(reinterpret_cast<const char*>(line) + kPrefetchBytes, _MM_HINT_T0);
       for (int v = 0; v < VP; ++v) w[q][v] = S::load(line + v * W);
     }
@@ -210,6 +212,12 @@ void block_f32(const LinArgs& a, const KBlock& kb, int64_t p, int m0, bool pf) {
   } else {
     const float* x = a.x + m0 * a.x_stride;
     for (int64_t k = k0; k < k1; ++k) step(k, [&](int m) { return x[m * a.x_stride + k]; });
+  }
+  if constexpr (NP == 2) {
+    if (a.up_panels > 0) {
+      store_gated<S, MR, NP>(a, p, m0, acc);
+      return;
+    }
   }
   for (int m = 0; m < MR; ++m)
     for (int q = 0; q < NP; ++q)
