@@ -5,7 +5,8 @@
 // writes everything as JSON.
 //
 //   tessera_gpu_bench --model DIR [--only decode_b1,prefill_4096] [--reps 3] [--json out.json]
-//                     [--no-graphs] [--crossover] [--decode-ops] [--lm-ops] [--sample-ops]
+//                     [--quantize 4|8 [--quantize-group 64]] [--no-graphs] [--crossover]
+//                     [--decode-ops] [--lm-ops] [--sample-ops]
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -247,6 +248,11 @@ int main(int argc, char** argv) {
   app.add_flag("--ceilings-first", ceilings_first,
                "measure the ceilings before the workloads (as before run 25: decode_b1 then read "
                "~2% low, bench/NOTES-cuda.md run 25)");
+  int quantize_bits = 0, quantize_group = 64;
+  app.add_option("--quantize", quantize_bits,
+                 "quantize the weights at load: 4 or 8 bits (MLX affine)");
+  app.add_option("--quantize-group", quantize_group,
+                 "the group size with --quantize (32, 64, 128)");
   CLI11_PARSE(app, argc, argv);
   reps = std::max(reps, 1);
   try {
@@ -304,7 +310,10 @@ int main(int argc, char** argv) {
     MemoryTracker& mt = memory_tracker(Device::cuda);
     const double tl = now_s();
     ModelDir dir(model_dir);
-    auto model = load_model(dir, *be, LoadOptions{});
+    LoadOptions lo;
+    lo.quantize_bits = quantize_bits;
+    lo.quantize_group_size = quantize_group;
+    auto model = load_model(dir, *be, lo);
     be->synchronize();
     const ModelInfo& in = model->info();
     std::printf("\nloaded %s: %.3f B parameters, %.2f GiB of weights in %.1f s\n",

@@ -410,6 +410,7 @@ class EngineImpl final : public Engine {
     lo.quantize_bits = o.quantize;
     if (o.progress) lo.progress = progress_printer();
     model_ = load_model(*dir_, *backend_, lo);
+    dir_->release_pages();  // the backend holds its own copy now (RSS, not correctness)
     if (o.progress) std::fprintf(stderr, "\n");
     if (fs::exists(fs::path(o.model_dir) / "tokenizer.json"))
       tokenizer_ = Tokenizer::load(o.model_dir);

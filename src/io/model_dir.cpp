@@ -154,4 +154,8 @@ std::string ConfigReader::get_string(const char* key, const std::string& dflt) c
   return j[key].get<std::string>();
 }
 
+void ModelDir::release_pages() const {
+  for (const auto& s : shards_) s->release_pages();
+}
+
 }  // namespace tessera

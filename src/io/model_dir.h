@@ -39,6 +39,8 @@ class ModelDir {
   void check_all_used() const;
 
   size_t total_bytes() const;
+  // Every shard's SafetensorsFile::release_pages(): called once the model is loaded.
+  void release_pages() const;
   const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
 
  private:

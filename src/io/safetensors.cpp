@@ -143,6 +143,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
         bad("holds " + std::to_string(e - b) + " bytes but shape " + t.shape_str() + " of " +
             t.dtype_name + " needs " + std::to_string(want));
       t.data = data + b;
+      t.mapped = true;
       t.nbytes = e - b;
       ranges.emplace_back(b, e);
       range_names.push_back(name);
@@ -164,6 +165,18 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     map_ = nullptr;
     throw;
   }
+}
+
+void SafetensorsFile::release_pages() const {
+  if (map_) ::madvise(map_, size_, MADV_DONTNEED);
+}
+
+void release_pages(const TensorInfo& t) {
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t b = reinterpret_cast<uintptr_t>(t.data), e = b + t.nbytes;
+  const uintptr_t b_page = (b + page - 1) / page * page, e_page = e / page * page;
+  if (t.mapped && e_page > b_page)  // never anonymous memory: DONTNEED would zero it
+    ::madvise(reinterpret_cast<void*>(b_page), e_page - b_page, MADV_DONTNEED);
 }
 
 SafetensorsFile::~SafetensorsFile() {

@@ -21,6 +21,7 @@ struct TensorInfo {
   DType dtype = DType::f32;  // valid when dtype_known
   std::vector<int64_t> shape;
   const void* data = nullptr;  // into the mapping
+  bool mapped = false;         // data is a read-only file mapping (release_pages may drop it)
   size_t nbytes = 0;
   std::string file;  // path of the shard holding it
 
@@ -39,6 +40,10 @@ class SafetensorsFile {
   const std::string& path() const { return path_; }
   const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
   size_t file_size() const { return size_; }
+  // Drops the mapping's resident pages (madvise MADV_DONTNEED): once the backend holds its own
+  // copy of the weights they only add to the process's RSS. Safe while views are still in use:
+  // the mapping is read-only and private, so a later read faults the page back in from the file.
+  void release_pages() const;
 
  private:
   std::string path_;
@@ -54,6 +59,12 @@ struct TensorToWrite {
   std::vector<int64_t> shape;
   const void* data;
 };
+// The resident pages wholly inside t's bytes dropped (madvise MADV_DONTNEED), as
+// SafetensorsFile::release_pages does for a whole file: the loader calls it once a tensor is
+// uploaded, so that the file's pages and the backend's copy are not both resident while a model
+// loads (the peak RSS of a CPU load was about file + copy).
+void release_pages(const TensorInfo& t);
+
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 

@@ -66,6 +66,7 @@ std::unique_ptr<Weight> WeightLoader::matrix(const std::vector<std::string>& nam
   std::vector<HostQuantTensor> packed(n);
   std::vector<QuantizedMatrix> copies(n);
   std::vector<bool> is_quant(n);
+  std::vector<const TensorInfo*> read;  // released from memory once uploaded
   for (size_t i = 0; i < n; ++i) {
     const std::string module = module_of(names[i]);
     const QuantFormat f = module_format(dir_, qc_, module, rows[i], cols);
@@ -73,6 +74,7 @@ std::unique_ptr<Weight> WeightLoader::matrix(const std::vector<std::string>& nam
       const TensorInfo& w = dir_.take(names[i]);
       const TensorInfo& s = dir_.take(module + ".scales");
       const TensorInfo& b = dir_.take(module + ".biases");
+      read.insert(read.end(), {&w, &s, &b});
       packed[i] = {static_cast<const uint32_t*>(w.data), s.data, b.data, s.dtype, rows[i], cols, f,
                    w.file + ": tensor '" + w.name + "'"};
       is_quant[i] = true;
@@ -83,6 +85,7 @@ std::unique_ptr<Weight> WeightLoader::matrix(const std::vector<std::string>& nam
       continue;
     }
     const TensorInfo& t = take_checked(names[i], {rows[i], cols});
+    read.push_back(&t);
     const std::string what = t.file + ": tensor '" + t.name + "'";
     if (quantize_to_.quantized() && cols % quantize_to_.group_size == 0) {
       copies[i] = quantize_matrix(t, quantize_to_);
@@ -125,6 +128,7 @@ std::unique_ptr<Weight> WeightLoader::matrix(const std::vector<std::string>& nam
     w = ComputeBackend::stack_parts(std::move(parts));
   }
   held_ += w->bytes;
+  for (const TensorInfo* t : read) release_pages(*t);
   return w;
 }
 

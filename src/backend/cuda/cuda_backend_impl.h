@@ -27,6 +27,7 @@
 #include "backend/cuda/kv_cache.h"
 #include "backend/cuda/linear.h"
 #include "backend/cuda/norm.h"
+#include "backend/cuda/quant.h"
 #include "backend/cuda/rope.h"
 #include "backend/cuda/sampling.h"
 #include "core/check.h"
@@ -151,6 +152,9 @@ class CudaBackend final : public ComputeBackend {
   // where the shape does not allow them (cuda_ops.cpp).
   bool fused_gemv(Tensor x, const Weight& w, const Tensor* bias, Tensor out, GemvFusion f,
                   int32_t* greedy_ids = nullptr);
+  // linear() on a quantized weight (cuda_quant_ops.cpp): the packed GEMV where it takes the
+  // shape, else dequantized tiles and the dense product.
+  void quant_linear(Tensor x, const Weight& w, const float* bias, Tensor out);
   // The attention kernels for p (prefill, decode, generic), the decode kernel doing the q/k norm,
   // RoPE and KV store too with `rope` (cuda_batch.cpp).
   void run_attention(const AttnParams& p, const BatchView& b, int group, const DecodeRope* rope);
@@ -163,6 +167,7 @@ class CudaBackend final : public ComputeBackend {
   GrowBuffer fuse_counter_;
   size_t fuse_counter_count_ = 0;
   GrowBuffer argmax_dev_, argmax_counter_;
+  GrowBuffer dequant_tile_;  // quant_linear's tile
   size_t argmax_counter_count_ = 0;
 
   cudaStream_t stream_ = nullptr;  // every kernel

@@ -34,6 +34,11 @@ bool norm_prologue(const ResidualNorm& n, GemvFusion& f) {
 
 void CudaBackend::embed(const Weight& table, const int32_t* ids, int n, float scale, bool round,
                         Tensor out) {
+  if (table.quant.quantized()) {
+    embed_quant(static_cast<const CudaQuantWeight&>(table).view(), ids, n, scale, round,
+                table.dtype, out, stream_);
+    return;
+  }
   const auto& w = static_cast<const CudaWeight&>(table);
   cuda::embed(w.data(), w.dtype, w.rows, w.cols, ids, n, scale, round, out, stream_);
 }
@@ -48,6 +53,11 @@ void CudaBackend::add_rms_norm(Tensor residual, Tensor y, const Tensor* w_y, con
 }
 
 void CudaBackend::linear(Tensor x, const Weight& w, const Tensor* bias, Tensor out) {
+  if (linear_parts(x, w, bias, out)) return;
+  if (w.quant.quantized()) {
+    quant_linear(x, w, bias ? bias->ptr<const float>() : nullptr, out);
+    return;
+  }
   const auto& cw = static_cast<const CudaWeight&>(w);
   lin().linear(x, cw.data(), cw.dtype, cw.rows, cw.cols, bias ? bias->ptr<const float>() : nullptr,
                out, stream_);
@@ -98,16 +108,25 @@ void CudaBackend::argmax_rows(Tensor logits, int32_t* ids) {
 
 bool CudaBackend::fused_gemv(Tensor x, const Weight& w, const Tensor* bias, Tensor out,
                              GemvFusion f, int32_t* greedy_ids) {
+  if (!w.parts.empty()) return false;  // the composition, whose linear() covers the parts
   const auto& cw = static_cast<const CudaWeight&>(w);
   LinearOps& ops = lin();
   if (!tuning_.fusions || tuning_.linear != LinearPath::automatic) return false;
-  if (!ops.gemv_fusable(x, cw.data(), cw.dtype, cw.rows, cw.cols, out, f)) return false;
+  const bool quant = w.quant.quantized();
+  if (quant ? !quant_gemv_fits(x, static_cast<const CudaQuantWeight&>(w).view(), out, &f, ops.sms())
+            : !ops.gemv_fusable(x, cw.data(), cw.dtype, cw.rows, cw.cols, out, f))
+    return false;
   if (f.norm) f.counter = zeroed_counters(fuse_counter_, fuse_counter_count_, 1);
   if (greedy_ids) {  // an LM head (gemv_fusable took f32 logits)
     auto* part = static_cast<float*>(grow(argmax_dev_, kGemvArgmaxMaxBlocks * 8, "argmax"));
     f.amax_id = greedy_ids;
     f.amax_part = part;
     f.amax_count = zeroed_counters(argmax_counter_, argmax_counter_count_, 1);
+  }
+  if (quant) {
+    launch_quant_gemv(x, static_cast<const CudaQuantWeight&>(w).view(),
+                      bias ? bias->ptr<const float>() : nullptr, out, &f, stream_, ops.sms());
+    return true;
   }
   ops.linear(x, cw.data(), cw.dtype, cw.rows, cw.cols, bias ? bias->ptr<const float>() : nullptr,
              out, stream_, &f);
@@ -146,10 +165,11 @@ void CudaBackend::norm_lm_head(const ResidualNorm& n, const Weight& w, float cap
 
 void CudaBackend::linear_prefetch(Tensor x, const Weight& w, const Tensor* bias, Tensor out,
                                   const Weight& next) {
+  if (w.quant.quantized() || !w.parts.empty()) return linear(x, w, bias, out);
   const auto& cw = static_cast<const CudaWeight&>(w);
   const auto& nw = static_cast<const CudaWeight&>(next);
   L2Prefetch pf;
-  if (tuning_.fusions && nw.dtype == DType::bf16)
+  if (tuning_.fusions && nw.dtype == DType::bf16 && !next.quant.quantized() && next.parts.empty())
     pf = gated_prefetch(nw.data(), nw.rows, nw.cols, linear_->sms());
   lin().linear(x, cw.data(), cw.dtype, cw.rows, cw.cols, bias ? bias->ptr<const float>() : nullptr,
                out, stream_, nullptr, pf);

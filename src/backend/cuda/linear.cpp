@@ -130,4 +130,21 @@ void LinearOps::linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K
   launch_tiled_gemm(x, w, w_dt, N, K, bias, out, st);
 }
 
+void LinearOps::dense(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, const float* bias,
+                      Tensor out, cudaStream_t st) {
+  if (x.rows == 0 || N == 0) return;
+  const LinearPath path = choose_path(x, w, w_dt, N, K, out);
+  const bool lt_ok = x.dtype == DType::bf16 && w_dt == DType::bf16 && K % 8 == 0 &&
+                     x.stride % 8 == 0 && alignment_of(x.data) >= 16 && alignment_of(w) >= 16 &&
+                     (out.dtype == DType::bf16 || out.dtype == DType::f32) &&
+                     out.stride % (out.dtype == DType::f32 ? 4 : 8) == 0 &&
+                     alignment_of(out.data) >= 16;
+  if (lt_ok && path != LinearPath::tiled) {
+    lt_.matmul(x, w, N, K, out, st);
+    if (bias) launch_add_bias(out, x.rows, N, bias, st);
+    return;
+  }
+  launch_tiled_gemm(x, w, w_dt, N, K, bias, out, st);
+}
+
 }  // namespace tessera::cuda

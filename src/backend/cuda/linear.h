@@ -38,6 +38,11 @@ class LinearOps {
   void linear(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, const float* bias,
               Tensor out, cudaStream_t st, const GemvFusion* f = nullptr,
               const L2Prefetch& pf = {});
+  // The same product on cuBLASLt (or the tiled kernel where its operands do not suit it), never
+  // a GEMV: for a weight the previous kernel wrote (a dequantized tile), which the GEMVs would
+  // start loading before their PDL wait.
+  void dense(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, const float* bias,
+             Tensor out, cudaStream_t st);
   bool gemv_fusable(Tensor x, const void* w, DType w_dt, int64_t N, int64_t K, Tensor out,
                     const GemvFusion& f) const;
 
