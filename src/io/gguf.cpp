@@ -1,16 +1,13 @@
 #include "io/gguf.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <limits>
 
 #include "core/check.h"
+#include "io/mapped_file.h"
 
 namespace tessera {
 
@@ -172,25 +169,9 @@ std::string GgufTensor::shape_str() const {
 }
 
 GgufFile::GgufFile(const std::string& path) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(ErrorKind::io, path + ": cannot open: " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    fail(ErrorKind::io, path + ": cannot stat: " + std::strerror(errno));
-  }
-  size_ = static_cast<size_t>(st.st_size);
-  if (size_ < 4) {
-    ::close(fd);
-    fail_model(path + ": truncated GGUF file (" + std::to_string(size_) +
-               " bytes, shorter than the magic)");
-  }
-  map_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (map_ == MAP_FAILED) {
-    map_ = nullptr;
-    fail(ErrorKind::io, path + ": cannot mmap: " + std::strerror(errno));
-  }
+  const FileMapping m = map_file(path, 4, "GGUF", "the magic");
+  map_ = m.data;
+  size_ = m.size;
   try {
     parse();
   } catch (...) {

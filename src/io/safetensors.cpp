@@ -1,8 +1,6 @@
 #include "io/safetensors.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "io/mapped_file.h"
 
 namespace tessera {
 
@@ -67,25 +66,9 @@ size_t other_dtype_size(const std::string& s) {
 }  // namespace
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(ErrorKind::io, path + ": cannot open: " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    fail(ErrorKind::io, path + ": cannot stat: " + std::strerror(errno));
-  }
-  size_ = static_cast<size_t>(st.st_size);
-  if (size_ < 8) {
-    ::close(fd);
-    fail_model(path + ": truncated safetensors file (" + std::to_string(size_) +
-               " bytes, shorter than the 8-byte header length)");
-  }
-  map_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (map_ == MAP_FAILED) {
-    map_ = nullptr;
-    fail(ErrorKind::io, path + ": cannot mmap: " + std::strerror(errno));
-  }
+  const FileMapping m = map_file(path, 8, "safetensors", "the 8-byte header length");
+  map_ = m.data;
+  size_ = m.size;
   try {
     const auto* bytes = static_cast<const uint8_t*>(map_);
     uint64_t header_len = 0;
