@@ -198,6 +198,22 @@ HfTokenizer::HfTokenizer(const std::string& json_path, const std::string& config
   load_config(config_dir);
 }
 
+HfTokenizer::HfTokenizer(Parts p)
+    : file_(std::move(p.file)),
+      normalizer_(std::move(p.normalizer)),
+      pre_tokenizer_(std::move(p.pre_tokenizer)),
+      model_(std::move(p.model)),
+      post_processor_(std::move(p.post_processor)),
+      decoder_(std::move(p.decoder)),
+      bos_id_(p.bos_id),
+      eos_id_(p.eos_id),
+      chat_template_(std::move(p.chat_template)) {
+  added_.add(std::move(p.added), normalizer_.get());
+  vocab_size_ = std::max(model_->id_end(), added_.max_id() + 1);
+  if (bos_id_) bos_token_ = id_to_token(*bos_id_);
+  if (eos_id_) eos_token_ = id_to_token(*eos_id_);
+}
+
 void HfTokenizer::load_config(const std::string& dir) {
   fs::path cfg_path = fs::path(dir) / "tokenizer_config.json";
   std::error_code ec;
