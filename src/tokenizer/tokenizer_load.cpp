@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "io/gguf.h"
+#include "tokenizer/gguf_tokenizer.h"
 #include "tokenizer/tokenizer_impl.h"
 
 namespace fs = std::filesystem;
@@ -243,6 +245,10 @@ namespace tessera {
 std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& path) {
   std::error_code ec;
   fs::path p(path);
+  if (p.extension() == ".gguf" && fs::is_regular_file(p, ec)) {
+    GgufFile f(path);  // the tokenizer copies what it keeps: the mapping can go
+    return tokenizer_from_gguf(f);
+  }
   if (fs::is_directory(p, ec)) p /= "tokenizer.json";
   if (!fs::exists(p, ec)) fail(ErrorKind::io, p.string() + ": no such file");
   if (!fs::is_regular_file(p, ec)) fail(ErrorKind::io, p.string() + ": not a regular file");
