@@ -45,7 +45,8 @@ ALLOWED = {
     "core": ["public"],
     "io": ["core", "public"],
     "quant": ["core", "public"],
-    "tokenizer": ["core", "public"],
+    # The tokenizer reads a GGUF file's tokenizer.ggml.* metadata (tokenizer/gguf_tokenizer.cpp).
+    "tokenizer": ["core", "public", "src/io/gguf.h"],
     "chat": ["core", "public"],
     "backend": ["core", "public"],
     "backend/cpu": ["backend", "quant", "core", "public"],

@@ -44,6 +44,7 @@ int32_t AddedVocabulary::Trie::longest(std::string_view text, size_t pos, size_t
 
 void AddedVocabulary::load(const JNode& list, const Normalizer* normalizer) {
   if (!list.is_array()) list.fail("expected an array");
+  std::vector<AddedToken> parsed;
   size_t i = 0;
   for (JElem child : list.e.get_array()) {
     JNode n = list.index(i++, child);
@@ -57,8 +58,15 @@ void AddedVocabulary::load(const JNode& list, const Normalizer* normalizer) {
     t.lstrip = n.bool_or("lstrip", false);
     t.rstrip = n.bool_or("rstrip", false);
     t.normalized = n.bool_or("normalized", !t.special);
-    if (t.content.empty()) continue;  // HF ignores empty added tokens
     if (find_invalid_utf8(t.content) != std::string_view::npos) n.fail("content is not UTF-8");
+    parsed.push_back(std::move(t));
+  }
+  add(std::move(parsed), normalizer);
+}
+
+void AddedVocabulary::add(std::vector<AddedToken> list, const Normalizer* normalizer) {
+  for (AddedToken& t : list) {
+    if (t.content.empty()) continue;  // HF ignores empty added tokens
     auto it = by_id_.find(t.id);
     if (it != by_id_.end()) {
       tokens_[it->second] = t;  // a later entry for the same id replaces the earlier one

@@ -37,6 +37,8 @@ class AddedVocabulary {
 
   // `normalizer` (may be null) normalizes the content of normalized=true tokens.
   void load(const JNode& added_tokens, const Normalizer* normalizer);
+  // The same from parts (valid UTF-8 contents); called once, on an empty vocabulary.
+  void add(std::vector<AddedToken> tokens, const Normalizer* normalizer);
 
   // Splits `text` on the raw (normalized=false) or the normalized tokens. Every byte of `text`
   // is in some segment; plain segments may be empty.

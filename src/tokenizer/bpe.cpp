@@ -31,18 +31,38 @@ std::unique_ptr<BpeModel> BpeModel::from_json(const JNode& model) {
 
   m->load_vocab(model.at("vocab"));
   m->load_merges(model.at("merges"));
-  m->split_long_words_ = m->prefix_.empty() && m->suffix_.empty();
+  m->finish();
+  return m;
+}
 
-  if (m->has_unk_) m->unk_id_ = m->vocab_.find(m->unk_token_);
-  m->all_bytes_ = true;
+std::unique_ptr<BpeModel> BpeModel::from_tokens(const std::vector<std::string_view>& tokens,
+                                                const Options& o) {
+  std::unique_ptr<BpeModel> m(new BpeModel());
+  if (!o.unk_token.empty()) {
+    m->has_unk_ = true;
+    m->unk_token_ = o.unk_token;
+  }
+  m->fuse_unk_ = o.fuse_unk;
+  m->byte_fallback_ = o.byte_fallback;
+  m->ignore_merges_ = o.ignore_merges;
+  std::vector<int32_t> ids(tokens.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+  m->build_vocab(tokens, ids);
+  m->finish();
+  return m;
+}
+
+void BpeModel::finish() {
+  split_long_words_ = prefix_.empty() && suffix_.empty();
+  if (has_unk_) unk_id_ = vocab_.find(unk_token_);
+  all_bytes_ = true;
   for (int b = 0; b < 256; ++b) {
     char name[8];
     std::snprintf(name, sizeof name, "<0x%02X>", b);
-    m->byte_ids_[b] = m->vocab_.find(name);
-    if (m->byte_ids_[b] < 0) m->all_bytes_ = false;
+    byte_ids_[b] = vocab_.find(name);
+    if (byte_ids_[b] < 0) all_bytes_ = false;
   }
-  m->cache_ = std::make_unique<CacheShard[]>(kCacheShards);
-  return m;
+  cache_ = std::make_unique<CacheShard[]>(kCacheShards);
 }
 
 void BpeModel::load_vocab(const JNode& vocab) {
@@ -52,8 +72,6 @@ void BpeModel::load_vocab(const JNode& vocab) {
   std::vector<int32_t> ids;
   keys.reserve(obj.size());
   ids.reserve(obj.size());
-  size_t key_bytes = 0;
-  int64_t max_id = -1;
   for (auto kv : obj) {
     int64_t id;
     if (kv.value.get_int64().get(id) != simdjson::SUCCESS || id < 0 || id > INT32_MAX) {
@@ -61,8 +79,17 @@ void BpeModel::load_vocab(const JNode& vocab) {
     }
     keys.push_back(kv.key);
     ids.push_back(static_cast<int32_t>(id));
-    key_bytes += kv.key.size();
-    max_id = std::max(max_id, id);
+  }
+  build_vocab(keys, ids);
+}
+
+void BpeModel::build_vocab(const std::vector<std::string_view>& keys,
+                           const std::vector<int32_t>& ids) {
+  size_t key_bytes = 0;
+  int64_t max_id = -1;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    key_bytes += keys[i].size();
+    max_id = std::max<int64_t>(max_id, ids[i]);
   }
   std::vector<uint64_t> hashes(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) hashes[i] = hash_bytes(keys[i].data(), keys[i].size());
@@ -207,21 +234,22 @@ void BpeModel::load_merges(const JNode& merges) {
     if (helper.joinable()) helper.join();
     throw;
   }
-  uint32_t rank = 0;
-  auto insert_all = [&](const std::vector<ResolvedMerge>& v) {
-    constexpr size_t kAhead = 64;  // prefetch distance into the 16 MB table
-    for (size_t i = 0; i < v.size() + kAhead; ++i) {
-      if (i < v.size()) merges_.prefetch(v[i].left, v[i].right);
-      if (i >= kAhead) {
-        const ResolvedMerge& r = v[i - kAhead];
-        merges_.insert(r.left, r.right, PairMap::Value{rank++, r.merged});
-      }
-    }
-  };
-  insert_all(first);  // while the helper may still be resolving the second half
+  add_merges(first);  // while the helper may still be resolving the second half
   if (helper.joinable()) helper.join();
   if (second_error) std::rethrow_exception(second_error);
-  insert_all(second);
+  add_merges(second);
+}
+
+void BpeModel::add_merges(const std::vector<Merge>& v) {
+  if (merges_.size() == 0) merges_.reserve(v.size());
+  constexpr size_t kAhead = 64;  // prefetch distance into the 16 MB table
+  for (size_t i = 0; i < v.size() + kAhead; ++i) {
+    if (i < v.size()) merges_.prefetch(v[i].left, v[i].right);
+    if (i >= kAhead) {
+      const Merge& r = v[i - kAhead];
+      merges_.insert(r.left, r.right, PairMap::Value{next_rank_++, r.merged});
+    }
+  }
 }
 
 void BpeModel::build_adjacent_pairs() const {

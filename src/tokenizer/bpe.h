@@ -23,6 +23,21 @@ class BpeModel {
  public:
   // `model`: tokenizer.json's "model" object (type BPE).
   static std::unique_ptr<BpeModel> from_json(const JNode& model);
+
+  // The same model built from parts (GGUF's tokenizer.ggml.*, tokenizer/gguf_tokenizer.cpp):
+  // `tokens[id]` is the token of each id (unique strings, every id present), then the merges are
+  // added with add_merges() in rank order before the model is used.
+  struct Options {
+    std::string unk_token;  // "" = no unk_token
+    bool fuse_unk = false, byte_fallback = false, ignore_merges = false;
+  };
+  struct Merge {
+    int32_t left, right, merged;
+  };
+  static std::unique_ptr<BpeModel> from_tokens(const std::vector<std::string_view>& tokens,
+                                               const Options& options);
+  // Appends `merges` (ids of this model) to the merge table, ranked after those already added.
+  void add_merges(const std::vector<Merge>& merges);
   ~BpeModel();
 
   // Appends the ids of `word` (non-empty, valid UTF-8) to `out`.
@@ -41,10 +56,11 @@ class BpeModel {
   BpeModel();
   void tokenize_uncached(std::string_view word, std::vector<int32_t>& out) const;
   void load_vocab(const JNode& vocab);
+  // Fills the vocabulary from (token, id) pairs in insertion order.
+  void build_vocab(const std::vector<std::string_view>& keys, const std::vector<int32_t>& ids);
+  void finish();  // unk id, byte ids, the word cache: after the vocabulary is complete
   void load_merges(const JNode& merges);
-  struct ResolvedMerge {
-    int32_t left, right, merged;
-  };
+  using ResolvedMerge = Merge;
   void resolve_merges(const JNode& merges, size_t begin, size_t end,
                       std::vector<ResolvedMerge>& out) const;
   void merge_word(std::string_view word, std::vector<int32_t>& out) const;
@@ -65,7 +81,8 @@ class BpeModel {
   int32_t unk_id_ = -1;
   bool fuse_unk_ = false, byte_fallback_ = false, ignore_merges_ = false;
   int32_t byte_ids_[256];
-  bool all_bytes_ = false;  // every <0xNN> token exists
+  bool all_bytes_ = false;
+  uint32_t next_rank_ = 0;  // every <0xNN> token exists
 
   // Every pair of characters that appear next to each other inside some vocabulary token. Merges
   // only ever produce vocabulary tokens, so no merge can join x|y when (x, y) is not in this set

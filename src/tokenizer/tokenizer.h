@@ -15,7 +15,9 @@ namespace tessera {
 class Tokenizer {
  public:
   // `path`: a tokenizer.json file or a directory holding one; tokenizer_config.json beside it is
-  // read when present (BOS/EOS tokens, chat template). Throws tessera::Error naming the file.
+  // read when present (BOS/EOS tokens, chat template). A path ending in ".gguf" is a GGUF file
+  // whose tokenizer.ggml.* metadata is read (tokenizer/gguf_tokenizer.h). Throws tessera::Error
+  // naming the file.
   static std::unique_ptr<Tokenizer> load(const std::string& path);
   virtual ~Tokenizer() = default;
 

@@ -24,6 +24,22 @@ class HfTokenizer final : public Tokenizer {
   // `json_path`: tokenizer.json; `config_dir`: where tokenizer_config.json may be.
   HfTokenizer(const std::string& json_path, const std::string& config_dir);
 
+  // The same pipeline from parts that were not read from tokenizer.json (a GGUF file's
+  // tokenizer.ggml.* metadata: tokenizer/gguf_tokenizer.cpp). `model` is required; the other
+  // stages may be null, as when tokenizer.json has no such entry.
+  struct Parts {
+    std::string file;  // named in errors
+    std::unique_ptr<Normalizer> normalizer;
+    std::unique_ptr<PreTokenizer> pre_tokenizer;
+    std::unique_ptr<BpeModel> model;
+    std::unique_ptr<PostProcessor> post_processor;
+    std::unique_ptr<Decoder> decoder;
+    std::vector<AddedToken> added;
+    std::optional<int32_t> bos_id, eos_id;
+    std::string chat_template;
+  };
+  explicit HfTokenizer(Parts parts);
+
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const override;
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens) const override;
 

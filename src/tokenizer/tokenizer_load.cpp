@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "io/gguf.h"
+#include "tokenizer/gguf_tokenizer.h"
 #include "tokenizer/tokenizer_impl.h"
 
 namespace fs = std::filesystem;
@@ -198,6 +200,22 @@ HfTokenizer::HfTokenizer(const std::string& json_path, const std::string& config
   load_config(config_dir);
 }
 
+HfTokenizer::HfTokenizer(Parts p)
+    : file_(std::move(p.file)),
+      normalizer_(std::move(p.normalizer)),
+      pre_tokenizer_(std::move(p.pre_tokenizer)),
+      model_(std::move(p.model)),
+      post_processor_(std::move(p.post_processor)),
+      decoder_(std::move(p.decoder)),
+      bos_id_(p.bos_id),
+      eos_id_(p.eos_id),
+      chat_template_(std::move(p.chat_template)) {
+  added_.add(std::move(p.added), normalizer_.get());
+  vocab_size_ = std::max(model_->id_end(), added_.max_id() + 1);
+  if (bos_id_) bos_token_ = id_to_token(*bos_id_);
+  if (eos_id_) eos_token_ = id_to_token(*eos_id_);
+}
+
 void HfTokenizer::load_config(const std::string& dir) {
   fs::path cfg_path = fs::path(dir) / "tokenizer_config.json";
   std::error_code ec;
@@ -227,6 +245,10 @@ namespace tessera {
 std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& path) {
   std::error_code ec;
   fs::path p(path);
+  if (p.extension() == ".gguf" && fs::is_regular_file(p, ec)) {
+    GgufFile f(path);  // the tokenizer copies what it keeps: the mapping can go
+    return tokenizer_from_gguf(f);
+  }
   if (fs::is_directory(p, ec)) p /= "tokenizer.json";
   if (!fs::exists(p, ec)) fail(ErrorKind::io, p.string() + ": no such file");
   if (!fs::is_regular_file(p, ec)) fail(ErrorKind::io, p.string() + ": not a regular file");
