@@ -17,6 +17,8 @@ struct WeightFormatInfo {
   int bits = 0, group_size = 0;  // MLX affine quantization; 0: dense (weight_dtype)
   int count = 0;                 // matrices of the class at this format
   size_t file_bytes = 0;         // as stored in the checkpoint (packed words, scales, biases)
+  // The file's own type when it is not MLX's: a GGUF block type ("Q4_K", "F16"); "" otherwise.
+  std::string stored_as;
 };
 
 struct ModelInfo {

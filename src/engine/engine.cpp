@@ -20,8 +20,10 @@
 #include "engine/request_prep.h"
 #include "engine/scheduler.h"
 #include "engine/select_backend.h"
+#include "io/gguf.h"
 #include "io/model_dir.h"
 #include "models/model.h"
+#include "tokenizer/gguf_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tessera {
@@ -427,11 +429,25 @@ class EngineImpl final : public Engine {
     model_ = load_model(*dir_, *backend_, lo);
     dir_->release_pages();  // the backend holds its own copy now (RSS, not correctness)
     if (o.progress) std::fprintf(stderr, "\n");
-    if (fs::exists(fs::path(o.model_dir) / "tokenizer.json"))
-      tokenizer_ = Tokenizer::load(o.model_dir);
-    const std::string tmpl = find_chat_template_source(o.model_dir);
+    // A GGUF file's tokenizer and template: the Hugging Face files beside it when there are
+    // (they win), else its own metadata's.
+    std::string files = o.model_dir;
+    if (dir_->gguf()) {
+      files = fs::path(o.model_dir).parent_path().string();
+      if (files.empty()) files = ".";
+    }
+    const bool beside = fs::exists(fs::path(files) / "tokenizer.json");
+    if (beside) tokenizer_ = Tokenizer::load(files);
+    std::string tmpl = find_chat_template_source(files);
+    if (!beside && dir_->gguf() && dir_->gguf()->has("tokenizer.ggml.model")) {
+      tokenizer_ = tokenizer_from_gguf(*dir_->gguf());
+      if (tmpl.empty()) tmpl = tokenizer_->chat_template();
+      template_context_ = {{"bos_token", tokenizer_->bos_token()},
+                           {"eos_token", tokenizer_->eos_token()}};
+    } else if (!tmpl.empty()) {
+      template_context_ = chat_template_special_tokens(files);
+    }
     if (!tmpl.empty()) chat_template_ = std::make_unique<ChatTemplate>(tmpl);
-    if (chat_template_) template_context_ = chat_template_special_tokens(o.model_dir);
   }
 
   std::vector<int32_t> find_eos_set() const {

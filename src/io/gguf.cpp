@@ -181,6 +181,10 @@ GgufFile::GgufFile(const std::string& path) : path_(path) {
   }
 }
 
+void GgufFile::release_pages() const {
+  if (map_) ::madvise(map_, size_, MADV_DONTNEED);
+}
+
 GgufFile::~GgufFile() {
   if (map_) ::munmap(map_, size_);
 }

@@ -122,6 +122,8 @@ class GgufFile {
   std::vector<std::string_view> get_string_array(const std::string& key) const;  // into the map
 
   const std::vector<GgufTensor>& tensors() const { return tensors_; }  // in file order
+  // Drops the mapping's resident pages (as SafetensorsFile::release_pages).
+  void release_pages() const;
   const GgufTensor* find_tensor(const std::string& name) const;
 
   [[noreturn]] void bad_key(const std::string& key, const std::string& why) const;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "io/gguf.h"
 
 namespace tessera {
 
@@ -36,9 +37,13 @@ std::string canonical_tensor_name(const std::string& n) {
   return n;
 }
 
-ModelDir::ModelDir(const std::string& dir) : dir_(dir) {
-  if (!fs::is_directory(dir)) fail(ErrorKind::io, dir + ": not a directory");
-  std::string cfg_path = dir + "/config.json";
+ModelDir::ModelDir(const std::string& dir) : dir_(dir), config_path_(dir + "/config.json") {
+  if (fs::is_regular_file(dir)) {
+    import_gguf();
+    return;
+  }
+  if (!fs::is_directory(dir)) fail(ErrorKind::io, dir + ": no such model directory or GGUF file");
+  const std::string& cfg_path = config_path_;
   if (!fs::exists(cfg_path))
     fail_model(dir + ": no config.json (is this a Hugging Face model directory?)");
   full_config_ = read_json_file(cfg_path);
@@ -95,14 +100,63 @@ const TensorInfo* ModelDir::find(const std::string& name) const {
   return it == tensors_.end() ? nullptr : &it->second;
 }
 
+ModelDir::~ModelDir() = default;
+
 const TensorInfo& ModelDir::take(const std::string& name) {
   auto it = tensors_.find(name);
   if (it == tensors_.end()) fail_model(dir_ + ": missing tensor '" + name + "'");
-  if (!it->second.dtype_known)
+  if (!it->second.dtype_known && !it->second.ggml)
     fail_model(it->second.file + ": tensor '" + it->second.name + "' has dtype " +
                it->second.dtype_name + "; tessera reads F32, BF16, F16 and (quantized) U32");
   used_.insert(name);
+  auto x = transforms_.find(name);
+  if (x != transforms_.end() && !owned_.count(it->second.name))
+    return materialize(it->second, x->second);
   return it->second;
+}
+
+const TensorInfo& ModelDir::materialize(TensorInfo& t, const Transform& x) {
+  std::vector<unsigned char>& out = owned_[t.name];
+  out.resize(t.nbytes);
+  const auto* src = static_cast<const unsigned char*>(t.data);
+  if (x.unpermute_heads > 0) {
+    // llama.cpp's convert (conversion/llama.py LlamaModel.permute) stores q/k_proj rows per head
+    // as [2, head_dim / 2] -> [head_dim / 2, 2]: checkpoint row h*hd + s*(hd/2) + j is stored at
+    // h*hd + 2j + s. Rows are whole (blocks never span rows), so any type moves by rows.
+    const int64_t rows = t.shape.empty() ? 1 : t.shape[0];
+    const int64_t hd = rows / x.unpermute_heads;
+    if (hd * x.unpermute_heads != rows || hd % 2 != 0)
+      fail_model(t.file + ": tensor '" + t.name + "' has " + std::to_string(rows) +
+                 " rows, not an even head_dim times " + std::to_string(x.unpermute_heads) +
+                 " heads");
+    const size_t row_bytes = t.nbytes / static_cast<size_t>(rows);
+    for (int64_t h = 0; h < x.unpermute_heads; ++h)
+      for (int64_t s = 0; s < 2; ++s)
+        for (int64_t j = 0; j < hd / 2; ++j)
+          std::copy_n(src + static_cast<size_t>(h * hd + 2 * j + s) * row_bytes, row_bytes,
+                      out.data() + static_cast<size_t>(h * hd + s * (hd / 2) + j) * row_bytes);
+  } else {
+    std::copy_n(src, t.nbytes, out.data());
+  }
+  if (x.add != 0.0f) {
+    if (!t.dtype_known || t.dtype != DType::f32)
+      fail_model(t.file + ": tensor '" + t.name + "' is " + t.dtype_name +
+                 "; a GGUF norm weight must be F32");
+    auto* f = reinterpret_cast<float*>(out.data());
+    for (size_t i = 0; i < t.nbytes / sizeof(float); ++i) f[i] += x.add;
+  }
+  t.data = out.data();
+  t.mapped = false;
+  return t;
+}
+
+void ModelDir::release(const TensorInfo& t) {
+  if (t.mapped) {
+    tessera::release_pages(t);
+    return;
+  }
+  auto o = owned_.find(t.name);  // emptied, not erased: take() does not redo it
+  if (o != owned_.end()) std::vector<unsigned char>().swap(o->second);
 }
 
 void ModelDir::check_all_used() const {
@@ -156,6 +210,7 @@ std::string ConfigReader::get_string(const char* key, const std::string& dflt) c
 
 void ModelDir::release_pages() const {
   for (const auto& s : shards_) s->release_pages();
+  if (gguf_) gguf_->release_pages();
 }
 
 }  // namespace tessera

@@ -11,14 +11,20 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/ggml_type.h"
 
 namespace tessera {
 
+// One tensor of a checkpoint file: a safetensors entry, or a GGUF tensor (io/gguf_model.cpp).
 struct TensorInfo {
   std::string name;        // as stored in the file
-  std::string dtype_name;  // "F32", "BF16", ... as stored
+  std::string dtype_name;  // "F32", "BF16", "Q4_K", ... as stored
   bool dtype_known = false;
   DType dtype = DType::f32;  // valid when dtype_known
+  // A GGUF block type (Q4_0, Q4_K, ...: rows of ggml blocks, quant/gguf_blocks.h), with
+  // dtype_known false; null for plain dtypes.
+  const GgmlTypeInfo* ggml = nullptr;
+  uint32_t ggml_type = 0;  // its id, when ggml is set
   std::vector<int64_t> shape;
   const void* data = nullptr;  // into the mapping
   bool mapped = false;         // data is a read-only file mapping (release_pages may drop it)

@@ -24,6 +24,14 @@ RopeParams parse_params(const nlohmann::json& j, const std::string& file, const 
     p.low_freq_factor = r.get_float("low_freq_factor");
     p.high_freq_factor = r.get_float("high_freq_factor");
     p.original_max_position_embeddings = r.get_float("original_max_position_embeddings");
+  } else if (p.type == "gguf_freq_factors") {
+    if (!j.contains("factors") || !j["factors"].is_array())
+      fail_model(file + ": " + where + ": factors must be an array");
+    for (const auto& x : j["factors"]) {
+      if (!x.is_number() || !(x.get<double>() > 0))
+        fail_model(file + ": " + where + ": factors must be positive numbers");
+      p.factors.push_back(x.get<float>());
+    }
   } else {
     fail(ErrorKind::unsupported, file + ": " + where + ": rope_type '" + p.type +
                                      "' is not supported (tessera knows default, linear, llama3)");
@@ -68,6 +76,12 @@ std::vector<float> rope_inv_freq(const RopeParams& p, int head_dim) {
   }
   if (p.type == "linear") {
     for (float& f : inv) f = f / static_cast<float>(p.factor);
+  } else if (p.type == "gguf_freq_factors") {
+    // ggml's rope (ggml-cpu ops.cpp rope_yarn with freq_factors): theta = pos * inv / factor.
+    if (p.factors.size() != inv.size())
+      fail_model("rope: " + std::to_string(p.factors.size()) + " frequency factors for head_dim " +
+                 std::to_string(head_dim) + " (expected " + std::to_string(inv.size()) + ")");
+    for (size_t i = 0; i < inv.size(); ++i) inv[i] = inv[i] / p.factors[i];
   } else if (p.type == "llama3") {
     const double lo_wavelen = p.original_max_position_embeddings / p.low_freq_factor;
     const double hi_wavelen = p.original_max_position_embeddings / p.high_freq_factor;

@@ -1,8 +1,10 @@
 #include "models/weight_loader.h"
 
 #include "core/check.h"
+#include "core/thread_pool.h"
 #include "models/mlx_quantize.h"
 #include "quant/affine.h"
+#include "quant/gguf_blocks.h"
 
 namespace tessera {
 
@@ -14,6 +16,29 @@ std::string module_of(const std::string& weight_name) {
   TS_ASSERT(weight_name.size() > suffix.size() &&
             weight_name.compare(weight_name.size() - suffix.size(), suffix.size(), suffix) == 0);
   return weight_name.substr(0, weight_name.size() - suffix.size());
+}
+
+// A GGUF block-quantized matrix t [rows, cols] in the affine form the packed kernels take
+// (quant/gguf_blocks.h gguf_affine_row: the reference values exactly, f32 scales and biases).
+QuantizedMatrix ggml_matrix_affine(const TensorInfo& t, QuantFormat f) {
+  const auto type = static_cast<GgmlType>(t.ggml_type);
+  const int64_t rows = t.shape[0], cols = t.shape[1], groups = cols / f.group_size;
+  const int64_t words = quant::words_per_row(cols, f.bits),
+                row_bytes = quant::gguf_row_bytes(type, cols);
+  QuantizedMatrix o;
+  o.dtype = DType::f32;
+  o.packed.resize(static_cast<size_t>(rows * words));
+  o.s32.resize(static_cast<size_t>(rows * groups));
+  o.b32.resize(o.s32.size());
+  ThreadPool::global().parallel_for(rows, [&](int64_t r0, int64_t r1, int) {
+    std::vector<uint8_t> q(static_cast<size_t>(cols));
+    for (int64_t r = r0; r < r1; ++r) {
+      quant::gguf_affine_row(type, static_cast<const uint8_t*>(t.data) + r * row_bytes, cols,
+                             q.data(), o.s32.data() + r * groups, o.b32.data() + r * groups);
+      quant::pack_row(q.data(), cols, f.bits, o.packed.data() + r * words);
+    }
+  });
+  return o;
 }
 
 }  // namespace
@@ -38,7 +63,7 @@ const TensorInfo& WeightLoader::take_checked(const std::string& name,
     fail_model(t.file + ": tensor '" + t.name + "' has shape " + t.shape_str() + " but " +
                dir_.config_path() + " implies " + want);
   }
-  if (t.dtype == DType::u32 || t.dtype == DType::i32)
+  if (t.dtype_known && (t.dtype == DType::u32 || t.dtype == DType::i32))
     fail_model(t.file + ": tensor '" + t.name + "' has dtype " + t.dtype_name +
                " where a float tensor is expected");
   params_ += t.numel();
@@ -47,15 +72,17 @@ const TensorInfo& WeightLoader::take_checked(const std::string& name,
   return t;
 }
 
-void WeightLoader::record(const std::string& module, QuantFormat f, size_t file_bytes) {
+void WeightLoader::record(const std::string& module, QuantFormat f, size_t file_bytes,
+                          const std::string& stored_as) {
   const std::string cls = module.substr(module.rfind('.') + 1);
   for (WeightFormatInfo& i : formats_)
-    if (i.tensor == cls && i.bits == f.bits && i.group_size == f.group_size) {
+    if (i.tensor == cls && i.bits == f.bits && i.group_size == f.group_size &&
+        i.stored_as == stored_as) {
       ++i.count;
       i.file_bytes += file_bytes;
       return;
     }
-  formats_.push_back({cls, f.bits, f.group_size, 1, file_bytes});
+  formats_.push_back({cls, f.bits, f.group_size, 1, file_bytes, stored_as});
 }
 
 std::unique_ptr<Weight> WeightLoader::matrix(const std::vector<std::string>& names,
@@ -87,6 +114,26 @@ std::unique_ptr<Weight> WeightLoader::matrix(const std::vector<std::string>& nam
     const TensorInfo& t = take_checked(names[i], {rows[i], cols});
     read.push_back(&t);
     const std::string what = t.file + ": tensor '" + t.name + "'";
+    if (t.ggml) {  // a GGUF block type: its own format, kept (not re-quantized)
+      if (!quant::gguf_type_supported(t.ggml_type))
+        fail(ErrorKind::unsupported, what + " is " + t.dtype_name +
+                                         ", which tessera does not read (it reads F32, F16, BF16, "
+                                         "Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
+      const auto g = quant::gguf_affine_format(static_cast<GgmlType>(t.ggml_type));
+      const QuantFormat gf{g.bits, g.group_size};
+      copies[i] = ggml_matrix_affine(t, gf);
+      packed[i] = {copies[i].packed.data(),
+                   copies[i].scales(),
+                   copies[i].biases(),
+                   DType::f32,
+                   rows[i],
+                   cols,
+                   gf,
+                   what};
+      is_quant[i] = true;
+      record(module, gf, t.nbytes, t.dtype_name);
+      continue;
+    }
     if (quantize_to_.quantized() && cols % quantize_to_.group_size == 0) {
       copies[i] = quantize_matrix(t, quantize_to_);
       packed[i] = {copies[i].packed.data(),
@@ -102,7 +149,7 @@ std::unique_ptr<Weight> WeightLoader::matrix(const std::vector<std::string>& nam
       continue;
     }
     dense[i] = {t.data, t.dtype, t.shape, what};
-    record(module, {}, t.nbytes);
+    record(module, {}, t.nbytes, dir_.gguf() ? t.dtype_name : "");
   }
   // One upload when the parts share a layout, else one per part (Weight::parts).
   bool same = true;
@@ -128,12 +175,21 @@ std::unique_ptr<Weight> WeightLoader::matrix(const std::vector<std::string>& nam
     w = ComputeBackend::stack_parts(std::move(parts));
   }
   held_ += w->bytes;
-  for (const TensorInfo* t : read) release_pages(*t);
+  for (const TensorInfo* t : read) dir_.release(*t);
   return w;
 }
 
+namespace {
+void check_plain(const TensorInfo& t) {
+  if (!t.dtype_known)
+    fail_model(t.file + ": tensor '" + t.name + "' is " + t.dtype_name +
+               "; a norm or bias vector must be F32, F16 or BF16");
+}
+}  // namespace
+
 DeviceArray WeightLoader::vector(const std::string& name, int64_t n, float add) {
   const TensorInfo& t = take_checked(name, {n});
+  check_plain(t);
   std::vector<float> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     float x = t.dtype == DType::f32    ? static_cast<const float*>(t.data)[i]
@@ -141,6 +197,7 @@ DeviceArray WeightLoader::vector(const std::string& name, int64_t n, float add) 
                                        : f16_to_f32(static_cast<const uint16_t*>(t.data)[i]);
     v[i] = add + x;
   }
+  dir_.release(t);
   held_ += v.size() * sizeof(float);
   return backend_.upload_f32(v, "norm/bias vector");
 }
@@ -150,10 +207,12 @@ DeviceArray WeightLoader::vectors(const std::vector<std::string>& names,
   std::vector<float> all;
   for (size_t i = 0; i < names.size(); ++i) {
     const TensorInfo& t = take_checked(names[i], {n[i]});
+    check_plain(t);
     for (int64_t j = 0; j < n[i]; ++j)
       all.push_back(t.dtype == DType::f32    ? static_cast<const float*>(t.data)[j]
                     : t.dtype == DType::bf16 ? bf16_to_f32(static_cast<const uint16_t*>(t.data)[j])
                                              : f16_to_f32(static_cast<const uint16_t*>(t.data)[j]));
+    dir_.release(t);
   }
   held_ += all.size() * sizeof(float);
   return backend_.upload_f32(all, "bias vector");

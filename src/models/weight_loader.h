@@ -39,7 +39,8 @@ class WeightLoader {
 
  private:
   const TensorInfo& take_checked(const std::string& name, const std::vector<int64_t>& shape);
-  void record(const std::string& module, QuantFormat f, size_t file_bytes);
+  void record(const std::string& module, QuantFormat f, size_t file_bytes,
+              const std::string& stored_as = "");
   ModelDir& dir_;
   ComputeBackend& backend_;
   DType dtype_;

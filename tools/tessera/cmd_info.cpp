@@ -50,14 +50,16 @@ void add_info_command(CLI::App& app) {
           {"eos_token_ids", in.eos_token_ids},
       };
       nlohmann::json formats = nlohmann::json::array();
-      bool quantized = false;
+      bool quantized = false, per_class = false;
       for (const WeightFormatInfo& f : in.weight_formats) {
         formats.push_back({{"tensor", f.tensor},
                            {"bits", f.bits},
                            {"group_size", f.group_size},
                            {"count", f.count},
-                           {"file_bytes", f.file_bytes}});
+                           {"file_bytes", f.file_bytes},
+                           {"stored_as", f.stored_as}});
         quantized = quantized || f.bits != 0;
+        per_class = per_class || f.bits != 0 || !f.stored_as.empty();
       }
       j["weight_formats"] = formats;
       j["quantized"] = quantized;
@@ -78,14 +80,16 @@ void add_info_command(CLI::App& app) {
                     dtype_name(in.weight_dtype));
         std::printf("parameters        %lld\n", static_cast<long long>(in.parameter_count));
         std::printf("weights           %s\n", dev::format_bytes(in.weight_bytes).c_str());
-        if (quantized) {
+        if (per_class) {
           // One line per matrix class and format, e.g. "down_proj  6-bit g64  x26  12.3 MiB".
-          std::printf("quantization      MLX affine, per tensor class (on disk):\n");
+          // GGUF block types are named, with the affine form tessera runs them in.
+          std::printf("quantization      per tensor class (on disk):\n");
           for (const WeightFormatInfo& f : in.weight_formats) {
-            const std::string fmt =
-                f.bits ? std::to_string(f.bits) + "-bit g" + std::to_string(f.group_size)
-                       : std::string(dtype_name(in.checkpoint_dtype));
-            std::printf("  %-14s %-10s x%-4d %s\n", f.tensor.c_str(), fmt.c_str(), f.count,
+            std::string fmt = f.bits
+                                  ? std::to_string(f.bits) + "-bit g" + std::to_string(f.group_size)
+                                  : std::string(dtype_name(in.checkpoint_dtype));
+            if (!f.stored_as.empty()) fmt = f.stored_as + (f.bits ? " (" + fmt + ")" : "");
+            std::printf("  %-14s %-18s x%-4d %s\n", f.tensor.c_str(), fmt.c_str(), f.count,
                         dev::format_bytes(f.file_bytes).c_str());
           }
         }
