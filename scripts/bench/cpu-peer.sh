@@ -21,8 +21,9 @@
 # Workloads: llama-bench pp<prompt> (prefill from an empty cache) and tg<gen> at depth <prompt>
 # (decode after a <prompt>-token context), -t <threads>, -r <reps> (+1 warm-up); tessera_cpu_bench
 # --prompt <prompt> --decode <gen> --reps <reps> (prefill of a <prompt>-token prompt; greedy
-# decode of <gen> tokens after it), TESSERA_CPU_TUNING=threads=<threads>, in bf16 and with
-# --quantize 8 / --quantize 4 (MLX affine, group 64, quantized at load from the bf16 directory).
+# decode of <gen> tokens after it), TESSERA_CPU_TUNING=threads=<threads>, in bf16, on llama.cpp's
+# own Q8_0 / Q4_0 files (issue 26: the same file, run in its affine form), and with --quantize 8 /
+# --quantize 4 (MLX affine, group 64, quantized at load from the bf16 directory).
 # llama.cpp figures are means (± stddev) over reps, tessera's medians. The DRAM ceiling is
 # tessera_cpu_bench's own probe (a 1 GiB buffer summed by all threads), median of its runs.
 set -euo pipefail
@@ -120,10 +121,11 @@ print("llama.cpp", sys.argv[2], f(pp), f(tg), tg["avg_ts"], pp["model_size"], sy
 EOF
 }
 
-tessera_run() {  # format [--quantize N]
-  local fmt=$1 log=$OUT/tessera-$1.txt
-  shift
-  TESSERA_CPU_TUNING=threads=$THREADS "$TESSERA_BUILD/tessera_cpu_bench" --model "$HF" \
+tessera_run() {  # format model [--quantize N]
+  local fmt=$1 model=$2 log=$OUT/tessera-$1.txt file=$2
+  shift 2
+  [ -d "$model" ] && file=$model/model.safetensors
+  TESSERA_CPU_TUNING=threads=$THREADS "$TESSERA_BUILD/tessera_cpu_bench" --model "$model" \
     --prompt "$PROMPT" --decode "$GEN" --reps "$REPS" --no-ops --no-profile "$@" >"$log" 2>&1 ||
     die "tessera_cpu_bench $fmt failed: see $log"
   local dram pre dec bytes
@@ -133,17 +135,19 @@ tessera_run() {  # format [--quantize N]
   bytes=$(sed -n 's/.*; weight bytes \([0-9]*\)).*/\1/p' "$log")
   [ -n "$pre" ] && [ -n "$dec" ] && [ -n "$bytes" ] || die "could not read $log"
   printf 'tessera\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$fmt" "$pre" "$dec" "$dec" "$bytes" \
-    "$(stat -c %s "$HF/model.safetensors")" "$dram" >>"$RESULTS"
+    "$(stat -c %s "$file")" "$dram" >>"$RESULTS"
 }
 
 # Alternate the engines format by format, so that a change in the machine's state shows in both.
 echo "running (logs in $OUT) ..."
 llama_run BF16 "$MODELS/gemma3-1b-bf16.gguf"
-tessera_run bf16
+tessera_run bf16 "$HF"
 llama_run Q8_0 "$MODELS/gemma3-1b-q8_0.gguf"
-tessera_run "8-bit g64" --quantize 8
+tessera_run "GGUF Q8_0" "$MODELS/gemma3-1b-q8_0.gguf"
+tessera_run "8-bit g64" "$HF" --quantize 8
 llama_run Q4_0 "$MODELS/gemma3-1b-q4_0.gguf"
-tessera_run "4-bit g64" --quantize 4
+tessera_run "GGUF Q4_0" "$MODELS/gemma3-1b-q4_0.gguf"
+tessera_run "4-bit g64" "$HF" --quantize 4
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/env.txt"
 
 # --- the table -------------------------------------------------------------------------------
@@ -164,5 +168,6 @@ for eng, fmt, pre, dec, dec_num, wbytes, fbytes, *_ in rows:
 print()
 print("weight GB: llama.cpp's tensor bytes (llama-bench model_size; tied embedding once), tessera's "
       "bytes held after load (ModelInfo::weight_bytes); decode GB/s = weight bytes x decode tok/s. "
-      "file GB: the GGUF file / the bf16 safetensors that tessera quantizes at load.")
+      "file GB: the GGUF file (tessera's GGUF rows read the same file as llama.cpp's row above "
+      "them) / the bf16 safetensors that tessera quantizes at load (MLX rows).")
 EOF

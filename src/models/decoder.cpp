@@ -3,12 +3,19 @@
 #include <map>
 
 #include "core/check.h"
+#include "io/gguf.h"
 
 namespace tessera {
 
 void DecoderModel::load(ModelDir& dir, const LoadOptions& opts) {
   ModelInfo& in = info_;
   in.weight_dtype = choose_weight_dtype(dir, opts, &in.checkpoint_dtype);
+  // A GGUF file's block types have no float dtype of their own (only its norms are F32): on the
+  // GPU, "auto" runs the batched products of dequantized tiles in bf16, as an MLX directory's
+  // bf16 scales do (llama.cpp's CUDA path rounds further: int8 activations); the CPU stays f32.
+  if (dir.gguf() && (opts.dtype == "auto" || opts.dtype.empty()) &&
+      backend().device() == Device::cuda)
+    in.weight_dtype = DType::bf16;
   QuantFormat quantize_to;
   if (opts.quantize_bits != 0) {
     if (opts.quantize_bits != 4 && opts.quantize_bits != 8)

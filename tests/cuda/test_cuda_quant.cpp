@@ -95,12 +95,22 @@ TEST(CudaQuant, LinearEveryFormat) {
     int N, K, bits, gs;
     DType sdt;
   };
-  const Case cases[] = {{1536, 1152, 4, 64, DType::bf16},  {1536, 1152, 8, 64, DType::bf16},
-                        {1152, 1024, 2, 32, DType::bf16},  {1152, 1024, 3, 64, DType::bf16},
-                        {1152, 1024, 5, 128, DType::bf16}, {1152, 1024, 6, 32, DType::bf16},
-                        {1152, 6912, 4, 128, DType::bf16}, {1152, 6912, 8, 32, DType::bf16},
-                        {1536, 1152, 4, 32, DType::f32},   {1536, 1152, 8, 128, DType::f32},
-                        {100, 256, 4, 64, DType::bf16},    {37, 384, 8, 64, DType::f32}};
+  const Case cases[] = {{1536, 1152, 4, 64, DType::bf16},
+                        {1536, 1152, 8, 64, DType::bf16},
+                        {1152, 1024, 2, 32, DType::bf16},
+                        {1152, 1024, 3, 64, DType::bf16},
+                        {1152, 1024, 5, 128, DType::bf16},
+                        {1152, 1024, 6, 32, DType::bf16},
+                        {1152, 6912, 4, 128, DType::bf16},
+                        {1152, 6912, 8, 32, DType::bf16},
+                        {1536, 1152, 4, 32, DType::f32},
+                        {1536, 1152, 8, 128, DType::f32},
+                        {100, 256, 4, 64, DType::bf16},
+                        {37, 384, 8, 64, DType::f32},
+                        // GGUF's affine forms: Q6_K (6-bit g16), Q5_K (5-bit g32), f32 scales
+                        {1152, 1024, 6, 16, DType::f32},
+                        {1536, 1152, 5, 32, DType::f32},
+                        {1152, 6912, 8, 16, DType::f32}};
   for (const Case& c : cases) {
     const QuantPair w = quant_pair(c.N, c.K, c.bits, c.gs, c.sdt);
     std::ostringstream what;
@@ -191,8 +201,8 @@ TEST(CudaQuant, DecodeFusions) {
 
 TEST(CudaQuant, EmbedGathersRows) {
   TS_REQUIRE_CUDA();
-  for (int bits : {4, 8, 3}) {
-    const QuantPair w = quant_pair(5000, 1152, bits, 64);
+  for (int bits : {4, 8, 3, 6}) {
+    const QuantPair w = quant_pair(5000, 1152, bits, bits == 6 ? 16 : 64);
     const std::vector<int32_t> ids = {0, 4999, 17, 17, 2500, 123};
     DeviceArray ic = cpu().alloc_array(1, 6, DType::i32, "ids"),
                 ig = cuda()->alloc_array(1, 6, DType::i32, "ids");

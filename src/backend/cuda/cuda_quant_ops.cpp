@@ -45,8 +45,11 @@ std::unique_ptr<Weight> CudaBackend::upload_quantized(std::span<const HostQuantT
   }
   const QuantFormat fmt = parts[0]->format;
   const int64_t K = parts[0]->cols;
-  if (!quant::valid_bits(fmt.bits) || !quant::valid_group_size(fmt.group_size) ||
-      K % fmt.group_size != 0)
+  // Group 16 (GGUF's Q6_K) only at 8-bit storage: a 16-byte chunk then holds 16 inputs, one
+  // group (quant.h: every chunk inside one group).
+  const bool group_ok =
+      quant::valid_group_size(fmt.group_size) || (fmt.group_size == 16 && fmt.bits > 4);
+  if (!quant::valid_bits(fmt.bits) || !group_ok || K % fmt.group_size != 0)
     fail(ErrorKind::unsupported, parts[0]->name + ": quantized with bits " +
                                      std::to_string(fmt.bits) + ", group size " +
                                      std::to_string(fmt.group_size) + ", which CUDA does not take");

@@ -6,8 +6,9 @@
 // format). Values are stored at sb = 4 bits (MLX bits 2, 3, 4) or 8 bits (5, 6, 8), widened at
 // load (exact: the values fit), so every row is K * sb / 32 words in MLX's own packing of 4- and
 // 8-bit files (element k of a word at bits [k sb, (k + 1) sb)), read as 16-byte chunks of
-// E = 128 / sb inputs, each inside one group (group >= 32 >= E). Scales and biases are pairs
-// [N, K / group] of (scale, bias): bf16 pairs when the file's are bf16 (exact), else f32 pairs.
+// E = 128 / sb inputs, each inside one group (group >= E: 32, 64, 128, and 16 at sb 8). Scales and
+// biases are pairs [N, K / group] of (scale, bias): bf16 pairs when the file's are bf16 (exact),
+// else f32 pairs.
 #pragma once
 
 #include <cuda_runtime.h>
