@@ -246,17 +246,24 @@ class Engine {
                                                      const GenerateOptions& opts,
                                                      const CancelToken& cancel = {},
                                                      BatchMetrics* metrics = nullptr) = 0;
-  // Throws RequestError for options out of range; a prompt's own errors are its result's.
+  // Throws RequestError for options out of range; a prompt's own errors are its result's. Once
+  // `cancel` is set, the prompts not yet classified come back with error "cancelled".
   virtual std::vector<ClassifyResult> classify(const std::vector<Prompt>& prompts,
                                                const ClassifyOptions& opts,
-                                               BatchMetrics* metrics = nullptr) = 0;
+                                               BatchMetrics* metrics = nullptr,
+                                               const CancelToken& cancel = {}) = 0;
   virtual std::vector<ClassifyResult> classify(const std::vector<PreparedClassify>& requests,
-                                               BatchMetrics* metrics = nullptr) = 0;
+                                               BatchMetrics* metrics = nullptr,
+                                               const CancelToken& cancel = {}) = 0;
   // Asynchronous form of generate: never throws for request errors (they arrive as the final
   // event with finish_reason error).
   virtual std::unique_ptr<RequestStream> submit(const PreparedRequest& request) = 0;
   virtual std::unique_ptr<RequestStream> submit(const Prompt& prompt,
                                                 const GenerateOptions& opts) = 0;
+  // Many requests in one submission, admitted together as batch_generate's are (the C ABI's
+  // batch, which needs each token's text): one stream per request, in order.
+  virtual std::vector<std::unique_ptr<RequestStream>> submit(
+      const std::vector<PreparedRequest>& requests) = 0;
 
   virtual std::vector<int32_t> tokenize(std::string_view text, bool add_special_tokens) const = 0;
   virtual std::string detokenize(const std::vector<int32_t>& ids) const = 0;

@@ -229,8 +229,8 @@ class EngineImpl final : public Engine {
   }
 
   std::vector<ClassifyResult> classify(const std::vector<Prompt>& prompts,
-                                       const ClassifyOptions& opts,
-                                       BatchMetrics* metrics) override {
+                                       const ClassifyOptions& opts, BatchMetrics* metrics,
+                                       const CancelToken& cancel) override {
     const auto t0 = std::chrono::steady_clock::now();
     check_classify_options(opts);  // throws: every prompt shares the options
     std::vector<ClassifyResult> out(prompts.size());
@@ -244,16 +244,16 @@ class EngineImpl final : public Engine {
         out[i].error = e.what();
       }
     }
-    std::vector<ClassifyResult> ran = run_classify(std::move(reqs));
+    std::vector<ClassifyResult> ran = run_classify(std::move(reqs), cancel);
     for (size_t j = 0; j < ran.size(); ++j) out[at[j]] = std::move(ran[j]);
     if (metrics) classify_metrics(out, t0, *metrics);
     return out;
   }
 
   std::vector<ClassifyResult> classify(const std::vector<PreparedClassify>& reqs,
-                                       BatchMetrics* metrics) override {
+                                       BatchMetrics* metrics, const CancelToken& cancel) override {
     const auto t0 = std::chrono::steady_clock::now();
-    std::vector<ClassifyResult> out = run_classify(reqs);
+    std::vector<ClassifyResult> out = run_classify(reqs, cancel);
     if (metrics) classify_metrics(out, t0, *metrics);
     return out;
   }
@@ -264,6 +264,19 @@ class EngineImpl final : public Engine {
     sh->stream = true;
     sched_->submit(std::move(spec));
     return std::make_unique<StreamImpl>(sh);
+  }
+
+  std::vector<std::unique_ptr<RequestStream>> submit(
+      const std::vector<PreparedRequest>& reqs) override {
+    std::vector<RequestSpec> specs;
+    std::vector<std::unique_ptr<RequestStream>> out;
+    for (const PreparedRequest& r : reqs) {
+      specs.push_back(make_spec(r, {}, CancelToken()));
+      specs.back().shared->stream = true;
+      out.push_back(std::make_unique<StreamImpl>(specs.back().shared));
+    }
+    sched_->submit(std::move(specs));
+    return out;
   }
 
   std::unique_ptr<RequestStream> submit(const Prompt& prompt,
@@ -373,11 +386,13 @@ class EngineImpl final : public Engine {
     return wait(*sh);
   }
 
-  std::vector<ClassifyResult> run_classify(std::vector<PreparedClassify> reqs) {
+  std::vector<ClassifyResult> run_classify(std::vector<PreparedClassify> reqs,
+                                           const CancelToken& cancel) {
     std::vector<std::shared_ptr<RequestShared>> shared;
     std::vector<RequestSpec> specs;
     for (PreparedClassify& r : reqs) {
       shared.push_back(std::make_shared<RequestShared>());
+      shared.back()->cancel = cancel;
       specs.push_back(
           classify_request(std::move(r.prompt), r.options, token_text_fn(), shared.back()));
     }
