@@ -1,13 +1,17 @@
 #include "engine/dev_api.h"
 
+#include <filesystem>
+
 #include <memory>
 
 #include "chat/chat_template.h"
 #include "core/memory.h"
 #include "engine/direct_runner.h"
 #include "engine/select_backend.h"
+#include "io/gguf.h"
 #include "io/model_dir.h"
 #include "models/model.h"
+#include "tokenizer/gguf_tokenizer.h"
 
 namespace tessera::dev {
 
@@ -87,7 +91,28 @@ std::vector<std::vector<float>> LogitsSession::step(const std::vector<int32_t>& 
   return impl_->runner->step(seqs, all_positions)[0];
 }
 
+namespace {
+// A GGUF file's template: the files beside it, else its tokenizer.chat_template (as the engine).
+bool is_gguf_file(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec);
+}
+std::string beside(const std::string& path) {
+  const std::string d = std::filesystem::path(path).parent_path().string();
+  return d.empty() ? "." : d;
+}
+}  // namespace
+
 std::string chat_template_source(const std::string& dir) {
+  if (is_gguf_file(dir)) {
+    std::string source = find_chat_template_source(beside(dir));
+    if (source.empty()) {
+      GgufFile f(dir);
+      source = f.get_string("tokenizer.chat_template", "");
+    }
+    if (source.empty()) fail_model(dir + ": no chat template (no tokenizer.chat_template)");
+    return source;
+  }
   std::string source = find_chat_template_source(dir);
   if (source.empty())
     fail_model(dir +
@@ -100,8 +125,15 @@ std::string render_chat_template(const std::string& source, const std::string& d
                                  const nlohmann::ordered_json& messages,
                                  bool add_generation_prompt) {
   ChatTemplate tmpl(source);
-  return apply_chat_template(tmpl, messages, add_generation_prompt,
-                             chat_template_special_tokens(dir));
+  nlohmann::ordered_json context;
+  if (is_gguf_file(dir) && !std::filesystem::exists(beside(dir) + "/tokenizer_config.json")) {
+    GgufFile f(dir);  // bos_token / eos_token as the engine gives them (engine.cpp load_files)
+    const auto tok = tokenizer_from_gguf(f);
+    context = {{"bos_token", tok->bos_token()}, {"eos_token", tok->eos_token()}};
+  } else {
+    context = chat_template_special_tokens(is_gguf_file(dir) ? beside(dir) : dir);
+  }
+  return apply_chat_template(tmpl, messages, add_generation_prompt, context);
 }
 
 nlohmann::json read_json_file(const std::string& path) {

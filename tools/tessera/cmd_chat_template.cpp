@@ -18,7 +18,8 @@ void add_chat_template_command(CLI::App& app) {
     bool no_generation_prompt = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("--model", a->model, "model or tokenizer directory (tokenizer_config.json)")
+  cmd->add_option("--model", a->model,
+                  "model or tokenizer directory (tokenizer_config.json), or a .gguf file")
       ->required();
   cmd->add_option("--messages", a->messages, "JSON array of {\"role\", \"content\"} objects")
       ->required();
