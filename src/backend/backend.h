@@ -94,11 +94,14 @@ struct HostQuantTensor {
   // 6-bit elements may straddle two words).
   const uint32_t* packed = nullptr;
   const void* scales = nullptr;     // [rows, cols / group_size] in scale_dtype
-  const void* biases = nullptr;     // [rows, cols / group_size] in scale_dtype
+  const void* biases = nullptr;     // [rows, cols / group_size] in scale_dtype, or null:
   DType scale_dtype = DType::bf16;  // bf16, f16 or f32
   int64_t rows = 0, cols = 0;
   QuantFormat format;
   std::string name;  // for messages
+  // With biases null, bias = bias_per_scale * scale for every group: GGUF's symmetric types
+  // (Q4_0: w = d * (q - 8), so -8), which then need no bias array (quant/gguf_blocks.h).
+  float bias_per_scale = 0.f;
 };
 
 // A linear weight [rows = out_features, cols = in_features] in whatever layout the backend

@@ -19,23 +19,43 @@ std::string module_of(const std::string& weight_name) {
 }
 
 // A GGUF block-quantized matrix t [rows, cols] in the affine form the packed kernels take
-// (quant/gguf_blocks.h gguf_affine_row: the reference values exactly, f32 scales and biases).
+// (quant/gguf_blocks.h gguf_affine_row: the reference values exactly), stored as compactly as
+// gguf_affine_storage allows: f16 scales and biases where they are the file's f16 values, no
+// biases for the symmetric types (the HostQuantTensor then gets bias_per_scale).
 QuantizedMatrix ggml_matrix_affine(const TensorInfo& t, QuantFormat f) {
   const auto type = static_cast<GgmlType>(t.ggml_type);
+  const quant::GgufAffineStorage st = quant::gguf_affine_storage(type);
   const int64_t rows = t.shape[0], cols = t.shape[1], groups = cols / f.group_size;
   const int64_t words = quant::words_per_row(cols, f.bits),
                 row_bytes = quant::gguf_row_bytes(type, cols);
   QuantizedMatrix o;
-  o.dtype = DType::f32;
+  o.dtype = st.f16_scales ? DType::f16 : DType::f32;
   o.packed.resize(static_cast<size_t>(rows * words));
-  o.s32.resize(static_cast<size_t>(rows * groups));
-  o.b32.resize(o.s32.size());
+  const size_t n = static_cast<size_t>(rows * groups);
+  if (st.f16_scales) {
+    o.s16.resize(n);
+    if (!st.symmetric) o.b16.resize(n);
+  } else {
+    o.s32.resize(n);
+    if (!st.symmetric) o.b32.resize(n);
+  }
   ThreadPool::global().parallel_for(rows, [&](int64_t r0, int64_t r1, int) {
     std::vector<uint8_t> q(static_cast<size_t>(cols));
+    std::vector<float> s(static_cast<size_t>(groups)), b(s.size());
     for (int64_t r = r0; r < r1; ++r) {
       quant::gguf_affine_row(type, static_cast<const uint8_t*>(t.data) + r * row_bytes, cols,
-                             q.data(), o.s32.data() + r * groups, o.b32.data() + r * groups);
+                             q.data(), s.data(), b.data());
       quant::pack_row(q.data(), cols, f.bits, o.packed.data() + r * words);
+      for (int64_t g = 0; g < groups; ++g) {
+        const size_t i = static_cast<size_t>(r * groups + g);
+        if (st.f16_scales) {  // exact: the file's own f16 values
+          o.s16[i] = f32_to_f16(s[g]);
+          if (!st.symmetric) o.b16[i] = f32_to_f16(b[g]);
+        } else {
+          o.s32[i] = s[g];
+          if (!st.symmetric) o.b32[i] = b[g];
+        }
+      }
     }
   });
   return o;
@@ -122,14 +142,17 @@ std::unique_ptr<Weight> WeightLoader::matrix(const std::vector<std::string>& nam
       const auto g = quant::gguf_affine_format(static_cast<GgmlType>(t.ggml_type));
       const QuantFormat gf{g.bits, g.group_size};
       copies[i] = ggml_matrix_affine(t, gf);
+      const quant::GgufAffineStorage st =
+          quant::gguf_affine_storage(static_cast<GgmlType>(t.ggml_type));
       packed[i] = {copies[i].packed.data(),
                    copies[i].scales(),
-                   copies[i].biases(),
-                   DType::f32,
+                   st.symmetric ? nullptr : copies[i].biases(),
+                   copies[i].dtype,
                    rows[i],
                    cols,
                    gf,
-                   what};
+                   what,
+                   st.bias_per_scale};
       is_quant[i] = true;
       record(module, gf, t.nbytes, t.dtype_name);
       continue;

@@ -193,6 +193,16 @@ GgufAffineFormat gguf_affine_format(GgmlType t) {
   return {d->bits, d->group};
 }
 
+GgufAffineStorage gguf_affine_storage(GgmlType t) {
+  const TypeDesc* d = desc(t);
+  if (!d) unsupported(t, "");
+  GgufAffineStorage s;
+  s.symmetric = d->offset >= 0;
+  s.bias_per_scale = s.symmetric ? -static_cast<float>(d->offset) : 0.f;
+  s.f16_scales = d->block == d->group;  // one f16 d (and m) per block
+  return s;
+}
+
 int64_t gguf_row_bytes(GgmlType t, int64_t n) {
   const GgmlTypeInfo* i = ggml_type_info(t);
   TS_ASSERT(i && n % i->block == 0);

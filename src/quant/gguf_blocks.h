@@ -36,6 +36,18 @@ struct GgufAffineFormat {
 };
 GgufAffineFormat gguf_affine_format(GgmlType t);
 
+// The most compact exact storage of a type's affine form: symmetric types (Q8_0, Q4_0, Q5_0,
+// Q6_K) need no biases (bias = bias_per_scale * scale, bias_per_scale = -offset); the scales (and
+// Q4_1 / Q5_1's biases) of the one-group-per-block types are the file's own f16 d (and m), so f16
+// holds them exactly; the K-quants' d * sc products need f32. Decode speed is bytes: Q4_0 is 4.5
+// bits per weight so stored, 6 with f32 scales and biases.
+struct GgufAffineStorage {
+  bool symmetric = false;
+  float bias_per_scale = 0.f;  // -offset when symmetric
+  bool f16_scales = false;
+};
+GgufAffineStorage gguf_affine_storage(GgmlType t);
+
 // Bytes of a row of n elements (n a multiple of the type's block size).
 int64_t gguf_row_bytes(GgmlType t, int64_t n);
 

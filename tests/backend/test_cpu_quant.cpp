@@ -22,6 +22,9 @@ struct RandomQuant {
   std::vector<uint16_t> s16, b16;
   std::vector<float> s32, b32;
 
+  float bias_per_scale = 0.f;
+  bool implied = false;  // no bias array: bias = bias_per_scale * scale (GGUF's symmetric types)
+
   RandomQuant(int64_t r, int64_t c, QuantFormat fmt, uint64_t seed, DType scale_dtype = DType::bf16)
       : rows(r), cols(c), f(fmt), sdt(scale_dtype) {
     const int64_t words = quant::words_per_row(cols, f.bits), groups = cols / f.group_size;
@@ -40,18 +43,36 @@ struct RandomQuant {
       b16 = to_bf16(b32);
       for (size_t i = 0; i < s32.size(); ++i)
         s32[i] = bf16_to_f32(s16[i]), b32[i] = bf16_to_f32(b16[i]);
+    } else if (sdt == DType::f16) {
+      for (size_t i = 0; i < s32.size(); ++i) {
+        s16.push_back(f32_to_f16(s32[i]));
+        b16.push_back(f32_to_f16(b32[i]));
+        s32[i] = f16_to_f32(s16[i]), b32[i] = f16_to_f32(b16[i]);
+      }
     }
   }
+  // The same values with the biases implied: bias = bps * scale (bps a power of two: exact).
+  RandomQuant& symmetric(float bps) {
+    implied = true;
+    bias_per_scale = bps;
+    for (size_t i = 0; i < s32.size(); ++i) b32[i] = bps * s32[i];
+    return *this;
+  }
   HostQuantTensor host() const {
-    const bool h = sdt == DType::bf16;
-    return {packed.data(),
-            h ? static_cast<const void*>(s16.data()) : s32.data(),
-            h ? static_cast<const void*>(b16.data()) : b32.data(),
-            sdt,
-            rows,
-            cols,
-            f,
-            "test"};
+    const bool h = sdt != DType::f32;
+    HostQuantTensor t{packed.data(),
+                      h ? static_cast<const void*>(s16.data()) : s32.data(),
+                      h ? static_cast<const void*>(b16.data()) : b32.data(),
+                      sdt,
+                      rows,
+                      cols,
+                      f,
+                      "test"};
+    if (implied) {
+      t.biases = nullptr;
+      t.bias_per_scale = bias_per_scale;
+    }
+    return t;
   }
   std::vector<float> dense() const {
     std::vector<float> w(static_cast<size_t>(rows * cols));
@@ -242,6 +263,62 @@ TEST(CpuQuant, F32ScalesAndStackedParts) {
                        64, 69, 2e-5, std::string("mixed parts ") + isa_name(isa));
     }
   }
+}
+
+// GGUF's storage (quant/gguf_blocks.h gguf_affine_storage): f16 scales (Q4_1: and biases), and
+// the symmetric types' implied biases (Q4_0: -8 * scale, Q8_0: -128, Q6_K: -32 with f32 scales),
+// alone, stacked with each other, and stacked with stored biases (then held as f32).
+TEST(CpuQuant, F16ScalesAndImpliedBiases) {
+  auto be = make_cpu_backend();
+  RandomQuant q4_0(70, 256, {4, 32}, 61, DType::f16), q8_0(48, 256, {8, 32}, 62, DType::f16),
+      q6_k(40, 256, {6, 16}, 63, DType::f32), q4_1(36, 256, {4, 32}, 64, DType::f16),
+      q4_0b(20, 256, {4, 32}, 65, DType::f16), q4_f32(12, 256, {4, 32}, 66, DType::f32);
+  q4_0.symmetric(-8.f);
+  q8_0.symmetric(-128.f);
+  q6_k.symmetric(-32.f);
+  q4_0b.symmetric(-8.f);
+  const auto bias = random_floats(128, 71);
+  auto check = [&](const std::vector<const RandomQuant*>& qs, const std::string& name) {
+    std::vector<HostQuantTensor> hs;
+    std::vector<float> dense;
+    for (const RandomQuant* q : qs) {
+      hs.push_back(q->host());
+      const auto d = q->dense();
+      dense.insert(dense.end(), d.begin(), d.end());
+    }
+    std::vector<const HostQuantTensor*> parts;
+    for (const auto& h : hs) parts.push_back(&h);
+    auto w = be->upload_quantized(parts, DType::f32, name);
+    const int64_t N = w->rows, K = w->cols;
+    const std::vector<float> b(bias.begin(), bias.begin() + N);
+    for (int64_t M : {1, 2, 3, 9}) {
+      const auto x = random_floats(static_cast<size_t>(M * K), M + 3);
+      const auto ref = reference(dense, x, M, N, K, &b);
+      for (Isa isa : [] {
+             auto v = simd_isas();
+             v.push_back(Isa::scalar);
+             return v;
+           }()) {
+        IsaScope s(isa);
+        expect_rows_near(ref, run(*be, *w, x, M, &b), M, N, N + 5, 2e-5,
+                         name + " " + isa_name(isa) + " M=" + std::to_string(M));
+      }
+    }
+    const int32_t ids[] = {0, static_cast<int32_t>(N - 1), 5};
+    std::vector<float> out(3 * K);
+    be->embed(*w, ids, 3, 1.f, false, {out.data(), DType::f32, 3, K, K});
+    for (int t = 0; t < 3; ++t)
+      for (int64_t k = 0; k < K; ++k)
+        ASSERT_FLOAT_EQ(out[t * K + k], dense[ids[t] * K + k])
+            << name << " embed " << t << ", " << k;
+  };
+  check({&q4_0}, "Q4_0");
+  check({&q8_0}, "Q8_0");
+  check({&q6_k}, "Q6_K");
+  check({&q4_1}, "Q4_1");
+  check({&q4_0, &q4_0b}, "Q4_0 stacked");
+  check({&q4_0, &q4_1}, "Q4_0 over Q4_1");
+  check({&q4_f32, &q4_0b}, "f32 biases over Q4_0");
 }
 
 TEST(CpuQuant, GatedMatchesComposition) {

@@ -13,11 +13,20 @@
 namespace tessera::cpu::avx512 {
 namespace {
 
-inline __m512 load_scales(const uint8_t* p, bool bf16) {
-  if (bf16)
+// Sixteen scales (or biases) from their stored dtype: bf16, f16 or f32.
+inline __m512 load_scales(const uint8_t* p, DType dt) {
+  if (dt == DType::bf16)
     return _mm512_castsi512_ps(_mm512_slli_epi32(
         _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+  if (dt == DType::f16)
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   return _mm512_loadu_ps(reinterpret_cast<const float*>(p));
+}
+
+// The group's biases: stored, or bias_per_scale * scale (symmetric types, quant_weight.h).
+inline __m512 load_biases(const CpuQuantWeight& w, const uint8_t* sc, __m512 s) {
+  if (!w.has_biases) return _mm512_mul_ps(s, _mm512_set1_ps(w.bias_per_scale));
+  return load_scales(sc + 16 * w.scale_size(), w.scale_dtype);
 }
 
 // Element e (0 <= e < 32 / SB) of each of the 16 words in v, as floats.
@@ -40,7 +49,7 @@ void gemv_tile(const QuantGemvArgs& a, int m0, int64_t p0, int64_t p1) {
   constexpr int kPer = 32 / SB;
   const int gs = w.quant.group_size;
   const int64_t N = w.rows;
-  const bool bf16 = w.bf16_scales;
+  const DType sdt = w.scale_dtype;
   for (int64_t p = p0; p < p1; ++p) {
     __m512 acc[MR];
     for (int m = 0; m < MR; ++m) acc[m] = _mm512_setzero_ps();
@@ -62,7 +71,7 @@ void gemv_tile(const QuantGemvArgs& a, int m0, int64_t p0, int64_t p1) {
         }
       }
       const uint8_t* sc = blk + w.words_per_group * 64;
-      const __m512 s = load_scales(sc, bf16), b = load_scales(sc + 16 * w.scale_size(), bf16);
+      const __m512 s = load_scales(sc, sdt), b = load_biases(w, sc, s);
       for (int m = 0; m < MR; ++m) {
         const __m512 dot =
             _mm512_add_ps(_mm512_add_ps(qa[m][0], qa[m][1]), _mm512_add_ps(qa[m][2], qa[m][3]));
@@ -101,8 +110,7 @@ void dequant(const CpuQuantWeight& w, int64_t p0, int64_t np, float* dst) {
     for (int64_t g = 0; g < w.groups; ++g) {
       const uint8_t* blk = w.block(p0 + i, g);
       const uint8_t* sc = blk + w.words_per_group * 64;
-      const __m512 s = load_scales(sc, w.bf16_scales),
-                   b = load_scales(sc + 16 * w.scale_size(), w.bf16_scales);
+      const __m512 s = load_scales(sc, w.scale_dtype), b = load_biases(w, sc, s);
       float* out = panel + g * gs * kPanel;
       for (int64_t c = 0; c < w.words_per_group; ++c) {
         const __m512i v = _mm512_loadu_si512(blk + c * 64);

@@ -9,6 +9,19 @@
 
 namespace tessera::cpu {
 
+namespace {
+float to_f32(const HostQuantTensor& t, const void* p, int64_t i) {
+  switch (t.scale_dtype) {
+    case DType::f32:
+      return static_cast<const float*>(p)[i];
+    case DType::bf16:
+      return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    default:
+      return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+  }
+}
+}  // namespace
+
 std::unique_ptr<CpuQuantWeight> pack_quantized(std::span<const HostQuantTensor* const> parts,
                                                DType dtype, const std::string& what) {
   TS_ASSERT(!parts.empty());
@@ -17,19 +30,26 @@ std::unique_ptr<CpuQuantWeight> pack_quantized(std::span<const HostQuantTensor* 
   w->cols = first.cols;
   w->quant = first.format;
   w->dtype = dtype;
-  w->bf16_scales = true;
+  // The parts' own scale dtype and bias form when they agree (exact), else f32 scales and biases.
+  w->scale_dtype = first.scale_dtype;
+  w->has_biases = first.biases != nullptr;
+  w->bias_per_scale = first.bias_per_scale;
+  bool computed = false;  // some part's biases are bias_per_scale * scale
   for (const HostQuantTensor* p : parts) {
     TS_ASSERT(p->cols == w->cols && p->format == w->quant);
     w->rows += p->rows;
-    w->bf16_scales = w->bf16_scales && p->scale_dtype == DType::bf16;
+    if (p->scale_dtype != w->scale_dtype) w->scale_dtype = DType::f32;
+    if (p->biases || p->bias_per_scale != first.bias_per_scale) w->has_biases = true;
+    computed = computed || !p->biases;
   }
+  if (w->has_biases && computed) w->scale_dtype = DType::f32;  // biases computed in f32
   const int bits = w->quant.bits, gs = w->quant.group_size;
   TS_ASSERT(quant::valid_bits(bits) && quant::valid_kernel_group_size(gs) && w->cols % gs == 0);
   w->sb = bits <= 4 ? 4 : 8;
   w->panels = (w->rows + kPanel - 1) / kPanel;
   w->groups = w->cols / gs;
   w->words_per_group = gs * w->sb / 32;
-  w->group_bytes = w->words_per_group * 64 + 2 * kPanel * w->scale_size();
+  w->group_bytes = w->words_per_group * 64 + (w->has_biases ? 2 : 1) * kPanel * w->scale_size();
   w->panel_bytes = w->groups * w->group_bytes;
   w->bytes = static_cast<size_t>(w->panels * w->panel_bytes);
   w->buffer = HostBuffer(w->bytes, what.c_str());
@@ -66,16 +86,13 @@ std::unique_ptr<CpuQuantWeight> pack_quantized(std::span<const HostQuantTensor* 
             }
             const int64_t gi = r * w->groups + g;
             uint8_t* sc = blk + w->words_per_group * 64;
-            for (int b = 0; b < 2; ++b) {
-              const void* s = b ? t.biases : t.scales;
+            for (int b = 0; b < (w->has_biases ? 2 : 1); ++b) {
               uint8_t* dst = sc + (b * kPanel + j) * w->scale_size();
-              if (w->bf16_scales) {
-                std::memcpy(dst, static_cast<const uint16_t*>(s) + gi, 2);
+              if (w->scale_dtype != DType::f32) {  // the part's own 16-bit values
+                std::memcpy(dst, static_cast<const uint16_t*>(b ? t.biases : t.scales) + gi, 2);
               } else {
-                const float f = t.scale_dtype == DType::f32 ? static_cast<const float*>(s)[gi]
-                                : t.scale_dtype == DType::bf16
-                                    ? bf16_to_f32(static_cast<const uint16_t*>(s)[gi])
-                                    : f16_to_f32(static_cast<const uint16_t*>(s)[gi]);
+                const float s = to_f32(t, t.scales, gi);
+                const float f = !b ? s : t.biases ? to_f32(t, t.biases, gi) : t.bias_per_scale * s;
                 std::memcpy(dst, &f, 4);
               }
             }

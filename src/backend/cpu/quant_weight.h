@@ -6,7 +6,9 @@
 // 32 / sb consecutive k of that row, least significant first, which for 4- and 8-bit files is
 // MLX's own word. Panel p, group g (group_size consecutive k) is one block:
 //   words [group_size * sb / 32][16]   the group's words of the panel's 16 rows, interleaved
-//   scales [16], biases [16]           bf16 when the file's are (exact), else f32
+//   scales [16], biases [16]           bf16 or f16 when the file's are (exact), else f32
+// Symmetric GGUF types (Q4_0, Q5_0, Q8_0, Q6_K) store no biases: bias = bias_per_scale * scale,
+// so Q4_0 reads 4.5 bits per weight, as llama.cpp's own block_q4_0 (4 + 16 / 32).
 // so a GEMV streams each panel once, front to back, and one 64-byte word row feeds 16 output
 // lanes with 32 / sb k each (no transpose, no horizontal sum). 2-, 3-, 5- and 6-bit files are
 // widened at load (exact; they take the memory of 4 or 8 bits).
@@ -24,24 +26,27 @@ namespace tessera::cpu {
 
 struct CpuQuantWeight : Weight {
   HostBuffer buffer;
-  int64_t panels = 0, groups = 0;  // ceil(N / 16), K / group_size
-  int sb = 4;                      // stored bits: 4 or 8
-  bool bf16_scales = true;
+  int64_t panels = 0, groups = 0;   // ceil(N / 16), K / group_size
+  int sb = 4;                       // stored bits: 4 or 8
+  DType scale_dtype = DType::bf16;  // bf16, f16 or f32
+  bool has_biases = true;           // false: bias = bias_per_scale * scale
+  float bias_per_scale = 0.f;
   int64_t words_per_group = 0;  // group_size * sb / 32 (per row)
-  int64_t group_bytes = 0;      // words_per_group * 64 + 32 * scale size
+  int64_t group_bytes = 0;      // words_per_group * 64 + (16 or 32) * scale size
   int64_t panel_bytes = 0;      // groups * group_bytes
 
   const uint8_t* block(int64_t p, int64_t g) const {
     return buffer.as<const uint8_t>() + p * panel_bytes + g * group_bytes;
   }
-  int scale_size() const { return bf16_scales ? 2 : 4; }
+  int scale_size() const { return scale_dtype == DType::f32 ? 4 : 2; }
   float scale(int64_t n, int64_t g, bool bias) const {
+    if (bias && !has_biases) return bias_per_scale * scale(n, g, false);
     const uint8_t* s = block(n / kPanel, g) + words_per_group * 64 +
                        ((bias ? kPanel : 0) + n % kPanel) * scale_size();
-    if (bf16_scales) {
+    if (scale_dtype != DType::f32) {
       uint16_t h;
       std::memcpy(&h, s, 2);
-      return bf16_to_f32(h);
+      return scale_dtype == DType::bf16 ? bf16_to_f32(h) : f16_to_f32(h);
     }
     float f;
     std::memcpy(&f, s, 4);

@@ -60,7 +60,7 @@ std::unique_ptr<Weight> CudaBackend::upload_quantized(std::span<const HostQuantT
   w->sb = fmt.bits <= 4 ? 4 : 8;
   for (const HostQuantTensor* p : parts) {
     w->rows += p->rows;
-    w->f32_scales = w->f32_scales || p->scale_dtype != DType::bf16;
+    w->f32_scales = w->f32_scales || p->scale_dtype != DType::bf16 || !p->biases;
   }
   const int64_t N = w->rows, G = K / fmt.group_size, wpr = K * w->sb / 32;
   const size_t pair_bytes = w->f32_scales ? 8 : 4;
@@ -91,7 +91,8 @@ std::unique_ptr<Weight> CudaBackend::upload_quantized(std::span<const HostQuantT
         uint8_t* d = pairs.data() + static_cast<size_t>(n * G + g) * pair_bytes;
         const int64_t gi = r * G + g;
         if (w->f32_scales) {
-          const float sb[2] = {scale_at(t, t.scales, gi), scale_at(t, t.biases, gi)};
+          const float s = scale_at(t, t.scales, gi);  // biases null: bias_per_scale * s
+          const float sb[2] = {s, t.biases ? scale_at(t, t.biases, gi) : t.bias_per_scale * s};
           std::memcpy(d, sb, 8);
         } else {  // (scale, bias): the scale in the low half
           const uint32_t p = static_cast<uint32_t>(static_cast<const uint16_t*>(t.scales)[gi]) |
