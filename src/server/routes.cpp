@@ -26,7 +26,8 @@ const Known kKnown[] = {{"/v1/completions", "POST", "completions"},
                         {"/v1/models", "GET", "models"},
                         {"/health", "GET", "health"},
                         {"/metrics", "GET", "metrics"},
-                        {"/v1/responses", "POST", "responses"}};
+                        {"/v1/responses", "POST", "responses"},
+                        {"/v1/embeddings", "POST", "embeddings"}};
 
 const Known* known(const std::string& path) {
   for (const auto& k : kKnown)
