@@ -26,6 +26,9 @@ type config struct {
 	addSpecial       bool
 	logits           bool
 	topLogprobs      int
+	pooling          Pooling // embeddings (embed.go)
+	noNormalize      bool
+	dimensions       int
 }
 
 func generateConfig(opts []Option) config {
