@@ -29,6 +29,10 @@ func WithoutNormalize() Option { return func(c *config) { c.noNormalize = true }
 // normalises; n must be within the model's EmbeddingSize.
 func WithDimensions(n int) Option { return func(c *config) { c.dimensions = n } }
 
+// WithPromptName puts a sentence-transformers model's named prompt
+// (config_sentence_transformers.json) before each text prompt.
+func WithPromptName(name string) Option { return func(c *config) { c.promptName = name } }
+
 // EmbedResult is one prompt's embedding.
 type EmbedResult struct {
 	Embedding    []float32
@@ -72,6 +76,9 @@ func (m *Model) EmbedPrompts(ctx context.Context, prompts []Prompt, opts ...Opti
 	o.normalize = cBool(!cfg.noNormalize)
 	o.dimensions = C.int32_t(clampInt32(cfg.dimensions))
 	o.add_special_tokens = cBool(cfg.addSpecial)
+	if cfg.promptName != "" {
+		o.prompt_name = a.str(cfg.promptName)
+	}
 	o.cancel = c.cancel
 	ps := cPrompts(&a, prompts)
 	var out C.tessera_embed_results

@@ -78,6 +78,10 @@ func TestEmbedErrors(t *testing.T) {
 	if rs[1].Err != nil || len(rs[1].Embedding) != m.EmbeddingSize() {
 		t.Errorf("the good prompt: %v, %d values (size %d)", rs[1].Err, len(rs[1].Embedding), m.EmbeddingSize())
 	}
+	_, err = m.Embed(context.Background(), []string{"x"}, WithPromptName("query"))
+	if !errors.As(err, &e) || e.Status != StatusInvalidArgument || !strings.Contains(e.Message, "prompt 'query'") {
+		t.Errorf("a prompt the model does not define: %v", err)
+	}
 	_, err = m.Embed(context.Background(), []string{"x"}, WithDimensions(m.EmbeddingSize()+1))
 	if !errors.As(err, &e) || e.Status != StatusInvalidArgument || !strings.Contains(e.Message, "dimensions") {
 		t.Errorf("dimensions beyond the size: %v", err)

@@ -29,6 +29,7 @@ type config struct {
 	pooling          Pooling // embeddings (embed.go)
 	noNormalize      bool
 	dimensions       int
+	promptName       string
 }
 
 func generateConfig(opts []Option) config {

@@ -162,6 +162,9 @@ struct EmbedOptions {
   bool normalize = true;                 // unit L2 norm, after the truncation below
   int dimensions = 0;  // > 0: keep the first N values (Matryoshka truncation); 0: all
   bool add_special_tokens = true;
+  // A sentence-transformers model's prompt (config_sentence_transformers.json "prompts", e.g.
+  // "query"), put before each text prompt; empty: its default_prompt_name's, if it has one.
+  std::string prompt_name;
 };
 
 struct EmbedResult {
@@ -257,7 +260,8 @@ class Engine {
   virtual PreparedRequest prepare(const std::vector<ChatMessage>& messages,
                                   const GenerateOptions& opts) const = 0;
   virtual PreparedClassify prepare(const Prompt& prompt, const ClassifyOptions& opts) const = 0;
-  // Throws RequestError: "dimensions" outside [1, embedding_size()], "prompt" as classify's.
+  // Throws RequestError: "dimensions" outside [1, embedding_size()], "prompt_name" the model
+  // does not define, "prompt" as classify's.
   virtual PreparedEmbed prepare(const Prompt& prompt, const EmbedOptions& opts) const = 0;
   // The length of an embedding without truncation (the hidden size).
   virtual int embedding_size() const = 0;

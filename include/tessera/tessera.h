@@ -226,6 +226,8 @@ typedef struct {
   int32_t normalize;          /* non-zero (the default): unit L2 norm, after the truncation */
   int32_t dimensions;         /* > 0: keep the first N values (Matryoshka truncation); 0: all */
   int32_t add_special_tokens; /* text prompts: add BOS (default 1) */
+  const char* prompt_name;    /* a sentence-transformers prompt before text prompts; NULL: the
+                                 model's default, if any */
   tessera_cancel* cancel;
 } tessera_embed_options;
 

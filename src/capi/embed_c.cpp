@@ -58,6 +58,7 @@ tessera_status tessera_embed(tessera_engine* e, const tessera_prompt* prompts, s
     eo.normalize = o->normalize != 0;
     eo.dimensions = o->dimensions;
     eo.add_special_tokens = o->add_special_tokens != 0;
+    if (o->prompt_name) eo.prompt_name = o->prompt_name;
     std::vector<tessera::Prompt> ps;
     for (size_t i = 0; i < n; ++i) ps.push_back(to_prompt(prompts[i], i));
     tessera::BatchMetrics m;

@@ -104,6 +104,27 @@ EmbedOptions resolve_embed_options(const EmbedOptions& o, const StPipeline& st, 
   return r;
 }
 
+Prompt with_st_prompt(const Prompt& p, const EmbedOptions& o, const StPipeline& st) {
+  const std::string& name = o.prompt_name.empty() ? st.default_prompt_name : o.prompt_name;
+  if (name.empty()) return p;
+  const auto* text = std::get_if<std::string>(&p);
+  if (!text) {
+    if (o.prompt_name.empty()) return p;  // a default prompt applies to text only
+    throw RequestError("prompt_name", "'prompt_name' applies to text inputs, not token ids");
+  }
+  auto it = st.prompts.find(name);
+  if (it == st.prompts.end()) {
+    std::string have;
+    for (const auto& [k, v] : st.prompts) have += (have.empty() ? "" : ", ") + k;
+    throw RequestError("prompt_name",
+                       "the model has no prompt '" + name + "' (" +
+                           (have.empty() ? std::string("it defines none")
+                                         : "config_sentence_transformers.json has: " + have) +
+                           ")");
+  }
+  return it->second + *text;
+}
+
 std::vector<EmbedResult> run_embed(Scheduler& sched, std::vector<PreparedEmbed> reqs,
                                    const CancelToken& cancel, const std::vector<StDense>* dense) {
   std::vector<std::shared_ptr<RequestShared>> shared;

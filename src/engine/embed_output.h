@@ -53,6 +53,12 @@ int embedding_size_of(const StPipeline& st, int hidden_size);
 // "dimensions".
 EmbedOptions resolve_embed_options(const EmbedOptions& o, const StPipeline& st, int hidden_size);
 
+// The prompt as sentence-transformers' encode(prompt_name=...) tokenizes it: the named prompt's
+// text (o.prompt_name, else the model's default_prompt_name) before a text prompt; token ids as
+// they are. Throws RequestError naming "prompt_name" for a name the model does not define, or
+// one given with token ids.
+Prompt with_st_prompt(const Prompt& p, const EmbedOptions& o, const StPipeline& st);
+
 class Scheduler;
 
 // Submits every request at once (they batch with each other and with everything else) and waits

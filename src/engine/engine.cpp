@@ -121,7 +121,7 @@ class EngineImpl final : public Engine {
   }
 
   PreparedEmbed prepare(const Prompt& prompt, const EmbedOptions& o) const override {
-    PreparedEmbed r{prompt_ids(prompt, o.add_special_tokens),
+    PreparedEmbed r{prompt_ids(with_st_prompt(prompt, o, st_), o.add_special_tokens),
                     resolve_embed_options(o, st_, model_->info().hidden_size)};
     check_classify_context(static_cast<int>(r.prompt.size()), context_);
     return r;
@@ -235,6 +235,7 @@ class EngineImpl final : public Engine {
                                  BatchMetrics* metrics, const CancelToken& cancel) override {
     const auto t0 = std::chrono::steady_clock::now();
     resolve_embed_options(opts, st_, model_->info().hidden_size);  // throws: shared options
+    with_st_prompt(Prompt(std::string()), opts, st_);              // and the prompt's name
     std::vector<EmbedResult> out(prompts.size());
     std::vector<PreparedEmbed> reqs;
     std::vector<size_t> at;  // reqs[j] is prompts[at[j]]

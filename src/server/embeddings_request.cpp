@@ -118,6 +118,10 @@ EmbeddingsRequest parse_embeddings_request(const json& body) {
     if (!n->is_boolean()) bad_request("'normalize' must be a boolean", "normalize");
     r.opts.normalize = n->get<bool>();
   }
+  if (const json* pn = field(body, "prompt_name")) {
+    if (!pn->is_string()) bad_request("'prompt_name' must be a string", "prompt_name");
+    r.opts.prompt_name = pn->get<std::string>();
+  }
   if (const json* a = field(body, "add_special_tokens")) {
     if (!a->is_boolean())
       bad_request("'add_special_tokens' must be a boolean", "add_special_tokens");

@@ -3,7 +3,7 @@
 //   request:  {"model"?, "input": string | [string] | [id] | [[id]], "dimensions"?: N,
 //              "encoding_format"?: "float" | "base64", "user"?,
 //              tessera's: "pooling"?: "mean" | "cls" | "last", "normalize"?: bool,
-//              "add_special_tokens"?: bool}
+//              "add_special_tokens"?: bool, "prompt_name"?: a sentence-transformers prompt}
 //   response: {"object": "list", "data": [{"object": "embedding", "index", "embedding"}],
 //              "model", "usage": {"prompt_tokens", "total_tokens"}}
 // base64 is the vector's little-endian float32 bytes (what the official clients decode; the

@@ -83,6 +83,13 @@ TEST(CApiEmbed, PromptErrorsArePerPromptAndOptionErrorsFailTheCall) {
   ASSERT_NE(err, nullptr);
   EXPECT_NE(std::string(err).find("pooling"), std::string::npos);
   tessera_string_free(err);
+  tessera_embed_options_init(&eo);
+  EXPECT_EQ(eo.prompt_name, nullptr);
+  eo.prompt_name = "query";  // tiny-en is no sentence-transformers directory: no prompts
+  EXPECT_EQ(tessera_embed(ce.get(), prompts, 2, &eo, &out, &err), TESSERA_INVALID_ARGUMENT);
+  ASSERT_NE(err, nullptr);
+  EXPECT_NE(std::string(err).find("prompt 'query'"), std::string::npos) << err;
+  tessera_string_free(err);
   EXPECT_EQ(tessera_embed(nullptr, prompts, 2, nullptr, &out, &err), TESSERA_INVALID_ARGUMENT);
   tessera_string_free(err);
 }

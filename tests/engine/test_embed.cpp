@@ -257,5 +257,52 @@ TEST(Embed, SentenceTransformersDirectory) {
   fs::remove_all(dir);
 }
 
+// config_sentence_transformers.json's prompts, as encode(prompt_name=...) applies them: the
+// prompt's text before the input's, the default one when none is named, none for token ids.
+TEST(Embed, SentenceTransformersPrompts) {
+  namespace fs = std::filesystem;
+  const fs::path tiny = fs::path(TESSERA_SOURCE_DIR) / "models/tessera-tiny-en";
+  const fs::path dir = fs::temp_directory_path() / ("tessera-stp-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator(tiny))
+    if (e.is_regular_file()) fs::copy_file(e.path(), dir / e.path().filename());
+  write_json(dir / "modules.json",
+             nlohmann::json::array(
+                 {{{"path", ""}, {"type", "sentence_transformers.models.Transformer"}},
+                  {{"path", "1_Pooling"}, {"type", "sentence_transformers.models.Pooling"}}}));
+  write_json(dir / "1_Pooling/config.json", {{"pooling_mode_mean_tokens", true}});
+  write_json(
+      dir / "config_sentence_transformers.json",
+      {{"prompts", {{"query", "query: "}, {"doc", "passage: "}}}, {"default_prompt_name", "doc"}});
+  auto st = load(dir.string());
+  auto plain = load(tiny.string());
+  EmbedOptions q;
+  q.prompt_name = "query";
+  EmbedOptions mean;
+  mean.pooling = Pooling::mean;
+  const auto named = st->embed({std::string("the king said")}, q);
+  const auto dflt = st->embed({std::string("the king said")}, EmbedOptions{});
+  const auto want_q = plain->embed({std::string("query: the king said")}, mean);
+  const auto want_d = plain->embed({std::string("passage: the king said")}, mean);
+  ASSERT_EQ(named[0].error, "");
+  EXPECT_EQ(named[0].embedding, want_q[0].embedding);
+  EXPECT_EQ(named[0].prompt_tokens, want_q[0].prompt_tokens);
+  EXPECT_EQ(dflt[0].embedding, want_d[0].embedding);
+  // Token ids: the default prompt does not apply; a named one is the prompt's own error.
+  const std::vector<int32_t> ids = plain->tokenize("the king said", true);
+  EXPECT_EQ(st->embed({ids}, EmbedOptions{})[0].embedding, plain->embed({ids}, mean)[0].embedding);
+  EXPECT_NE(st->embed({ids}, q)[0].error.find("token ids"), std::string::npos);
+  q.prompt_name = "nope";
+  try {
+    st->embed({std::string("x")}, q);
+    FAIL() << "an unknown prompt name was accepted";
+  } catch (const RequestError& e) {
+    EXPECT_EQ(e.field(), "prompt_name");
+    EXPECT_NE(std::string(e.what()).find("doc, query"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace tessera

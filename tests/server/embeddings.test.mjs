@@ -106,6 +106,8 @@ test('errors name the field', async () => {
     [{ input: 'x', encoding_format: 'bits' }, 'encoding_format'],
     [{ input: 'x', pooling: 'max' }, 'pooling'],
     [{ input: 'x', normalize: 'yes' }, 'normalize'],
+    [{ input: 'x', prompt_name: 3 }, 'prompt_name'],
+    [{ input: 'x', prompt_name: 'query' }, 'prompt_name'],  // the model defines no prompts
   ];
   for (const [body, param] of cases) {
     const r = await raw('/v1/embeddings', { body: { model: MODEL, ...body } });

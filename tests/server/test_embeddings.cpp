@@ -42,12 +42,14 @@ TEST(EmbeddingsRequest, Options) {
                                            {"encoding_format", "base64"},
                                            {"pooling", "cls"},
                                            {"normalize", false},
-                                           {"user", "u"}});
+                                           {"user", "u"},
+                                           {"prompt_name", "query"}});
   EXPECT_EQ(r.model, "m");
   EXPECT_EQ(r.opts.dimensions, 8);
   EXPECT_TRUE(r.base64);
   EXPECT_EQ(r.opts.pooling, Pooling::cls);
   EXPECT_FALSE(r.opts.normalize);
+  EXPECT_EQ(r.opts.prompt_name, "query");
   const auto d = parse_embeddings_request({{"input", "a"}, {"encoding_format", "float"}});
   EXPECT_FALSE(d.base64);
   EXPECT_EQ(d.opts.pooling, Pooling::automatic);
@@ -71,6 +73,7 @@ TEST(EmbeddingsRequest, RefusalsNameTheField) {
   EXPECT_EQ(refused_param({{"input", "a"}, {"pooling", "max"}}), "pooling");
   EXPECT_EQ(refused_param({{"input", "a"}, {"normalize", 1}}), "normalize");
   EXPECT_EQ(refused_param({{"input", "a"}, {"model", 3}}), "model");
+  EXPECT_EQ(refused_param({{"input", "a"}, {"prompt_name", 1}}), "prompt_name");
 }
 
 TEST(EmbeddingsRequest, Base64IsLittleEndianFloat32) {

@@ -1,5 +1,5 @@
 // tessera embed --model DIR --input FILE.jsonl [--pooling auto|mean|cls|last] [--no-normalize]
-//   [--dimensions N] [engine options]
+//   [--dimensions N] [--prompt-name NAME] [engine options]
 // One prefill per prompt through the scheduler (Engine::embed), the final hidden states pooled.
 // Output lines, in input order: {"embedding": [...], "prompt_tokens": N} or {"error": "..."};
 // aggregate metrics on stderr.
@@ -16,7 +16,7 @@ void add_embed_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("embed", "pooled final hidden states of each prompt");
   struct Args {
     EngineArgs engine;
-    std::string input, pooling = "auto";
+    std::string input, pooling = "auto", prompt_name;
     bool no_normalize = false;
     int dimensions = 0;
   };
@@ -29,6 +29,9 @@ void add_embed_command(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "mean", "cls", "last"}));
   cmd->add_flag("--no-normalize", a->no_normalize, "leave the vectors unnormalised");
   cmd->add_option("--dimensions", a->dimensions, "keep the first N values (then normalise)");
+  cmd->add_option("--prompt-name", a->prompt_name,
+                  "a sentence-transformers prompt (config_sentence_transformers.json) before "
+                  "each text prompt");
   cmd->callback([a] {
     run_command([&] {
       EmbedOptions o;
@@ -38,6 +41,7 @@ void add_embed_command(CLI::App& app) {
                                          : Pooling::automatic;
       o.normalize = !a->no_normalize;
       o.dimensions = a->dimensions;
+      o.prompt_name = a->prompt_name;
       if (o.dimensions < 0) fail_arg("--dimensions must be positive");
       std::vector<Prompt> prompts = read_prompt_jsonl(a->input);
       auto engine = load_engine(a->engine);
