@@ -26,6 +26,10 @@ type config struct {
 	addSpecial       bool
 	logits           bool
 	topLogprobs      int
+	pooling          Pooling // embeddings (embed.go)
+	noNormalize      bool
+	dimensions       int
+	promptName       string
 }
 
 func generateConfig(opts []Option) config {

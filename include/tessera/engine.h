@@ -1,4 +1,4 @@
-// tessera's public C++ API: load a model once, then generate, chat, classify and
+// tessera's public C++ API: load a model once, then generate, chat, classify, embed and
 // batch_generate. Every call goes through one continuous-batching scheduler that owns the model
 // and its KV pool, so concurrent callers (threads, HTTP clients) share forward passes.
 //
@@ -151,6 +151,28 @@ struct ClassifyResult {
   int prompt_tokens = 0;
 };
 
+// Embeddings: the model's final hidden states (after its final norm) pooled per prompt.
+// ref: sentence-transformers models.Pooling (mean over the prompt's tokens, the first token's
+// "cls", the last token's "lasttoken") and models.Normalize (L2).
+enum class Pooling { automatic, mean, cls, last };
+const char* pooling_name(Pooling p);  // "auto", "mean", "cls", "last"
+
+struct EmbedOptions {
+  Pooling pooling = Pooling::automatic;  // automatic: the last token's state (a causal decoder's)
+  bool normalize = true;                 // unit L2 norm, after the truncation below
+  int dimensions = 0;  // > 0: keep the first N values (Matryoshka truncation); 0: all
+  bool add_special_tokens = true;
+  // A sentence-transformers model's prompt (config_sentence_transformers.json "prompts", e.g.
+  // "query"), put before each text prompt; empty: its default_prompt_name's, if it has one.
+  std::string prompt_name;
+};
+
+struct EmbedResult {
+  std::vector<float> embedding;
+  std::string error;  // non-empty when this prompt failed (others are unaffected)
+  int prompt_tokens = 0;
+};
+
 struct BatchMetrics {
   int requests = 0, prompt_tokens = 0, generated_tokens = 0;
   double total_ms = 0;
@@ -204,6 +226,12 @@ struct PreparedClassify {
   ClassifyOptions options;
 };
 
+// An embedding request checked and tokenized once (pooling resolved).
+struct PreparedEmbed {
+  std::vector<int32_t> prompt;
+  EmbedOptions options;
+};
+
 class Engine {
  public:
   // Throws tessera::Error (invalid_model, io, unsupported, out_of_memory, invalid_argument).
@@ -232,6 +260,11 @@ class Engine {
   virtual PreparedRequest prepare(const std::vector<ChatMessage>& messages,
                                   const GenerateOptions& opts) const = 0;
   virtual PreparedClassify prepare(const Prompt& prompt, const ClassifyOptions& opts) const = 0;
+  // Throws RequestError: "dimensions" outside [1, embedding_size()], "prompt_name" the model
+  // does not define, "prompt" as classify's.
+  virtual PreparedEmbed prepare(const Prompt& prompt, const EmbedOptions& opts) const = 0;
+  // The length of an embedding without truncation (the hidden size).
+  virtual int embedding_size() const = 0;
 
   virtual GenerateResult generate(const PreparedRequest& request,
                                   const TokenCallback& on_token = {},
@@ -255,6 +288,15 @@ class Engine {
   virtual std::vector<ClassifyResult> classify(const std::vector<PreparedClassify>& requests,
                                                BatchMetrics* metrics = nullptr,
                                                const CancelToken& cancel = {}) = 0;
+  // One prefill per prompt through the scheduler (batched with everything else, no KV kept);
+  // a prompt's own errors are its result's, as classify's. Throws RequestError for options out
+  // of range (the prompts form checks them first).
+  virtual std::vector<EmbedResult> embed(const std::vector<Prompt>& prompts,
+                                         const EmbedOptions& opts, BatchMetrics* metrics = nullptr,
+                                         const CancelToken& cancel = {}) = 0;
+  virtual std::vector<EmbedResult> embed(const std::vector<PreparedEmbed>& requests,
+                                         BatchMetrics* metrics = nullptr,
+                                         const CancelToken& cancel = {}) = 0;
   // Asynchronous form of generate: never throws for request errors (they arrive as the final
   // event with finish_reason error).
   virtual std::unique_ptr<RequestStream> submit(const PreparedRequest& request) = 0;

@@ -214,6 +214,48 @@ tessera_status tessera_classify(tessera_engine* e, const tessera_prompt* prompts
                                 char** error);
 void tessera_classify_results_free(tessera_classify_results* r);
 
+typedef enum {
+  TESSERA_POOLING_AUTO = 0, /* the last token's state (a causal decoder's) */
+  TESSERA_POOLING_MEAN = 1,
+  TESSERA_POOLING_CLS = 2, /* the first position's */
+  TESSERA_POOLING_LAST = 3
+} tessera_pooling;
+
+typedef struct {
+  tessera_pooling pooling;
+  int32_t normalize;          /* non-zero (the default): unit L2 norm, after the truncation */
+  int32_t dimensions;         /* > 0: keep the first N values (Matryoshka truncation); 0: all */
+  int32_t add_special_tokens; /* text prompts: add BOS (default 1) */
+  const char* prompt_name;    /* a sentence-transformers prompt before text prompts; NULL: the
+                                 model's default, if any */
+  tessera_cancel* cancel;
+} tessera_embed_options;
+
+typedef struct {
+  float* embedding; /* n_embedding values; NULL when this prompt failed */
+  size_t n_embedding;
+  int32_t prompt_tokens;
+  tessera_status status; /* TESSERA_OK, or this prompt's failure (TESSERA_CANCELLED: not run) */
+  char* error;           /* NULL unless status is not TESSERA_OK */
+} tessera_embed_result;
+
+typedef struct {
+  tessera_embed_result* results;
+  size_t n;
+  tessera_batch_metrics metrics;
+} tessera_embed_results;
+
+void tessera_embed_options_init(tessera_embed_options* o);
+/* The length of an embedding without truncation (the model's hidden size); 0 for NULL. */
+int32_t tessera_embedding_size(const tessera_engine* e);
+/* One prefill per prompt, the final hidden states pooled (Engine::embed). Options out of range
+ * fail the call (TESSERA_INVALID_ARGUMENT naming "dimensions"); a prompt's own failure is its
+ * result's. Free `out` with tessera_embed_results_free. */
+tessera_status tessera_embed(tessera_engine* e, const tessera_prompt* prompts, size_t n,
+                             const tessera_embed_options* o, tessera_embed_results* out,
+                             char** error);
+void tessera_embed_results_free(tessera_embed_results* r);
+
 /* ---- Pull-style streams: a binding takes tokens on its own thread, no callback into it ---- */
 
 typedef struct tessera_stream tessera_stream;

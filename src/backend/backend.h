@@ -190,6 +190,8 @@ struct BatchView {
   bool logit_rows_all = false;
   // HostBatch::greedy_ids: the forward also picks each logits row's greedy id.
   bool greedy_ids = false;
+  // HostBatch::hidden_states: the forward leaves every row's final norm for the caller.
+  bool hidden_states = false;
 };
 
 // The host-side batch a scheduler builds; ComputeBackend::upload turns it into a BatchView.
@@ -214,6 +216,9 @@ struct HostBatch {
   // penalties, suppressed ids or logprobs), so the forward picks the ids itself
   // (ComputeBackend::norm_lm_head) and sample_async() only has to copy them.
   bool greedy_ids = false;
+  // Some rows' final hidden states are wanted (embeddings): the forward returns the final norm
+  // of every row (ForwardOutput::hidden). A backend does not capture such a forward.
+  bool hidden_states = false;
 
   int num_tokens() const { return static_cast<int>(tokens.size()); }
   int num_seqs() const { return static_cast<int>(seq_q_len.size()); }

@@ -14,10 +14,12 @@
 #include "core/check.h"
 #include "engine/batch_builder.h"
 #include "engine/classify_output.h"
+#include "engine/embed_output.h"
 #include "engine/engine_policy.h"
 #include "engine/kv_pool.h"
 #include "engine/output_processor.h"
 #include "engine/request_prep.h"
+#include "engine/request_streams.h"
 #include "engine/scheduler.h"
 #include "engine/select_backend.h"
 #include "io/gguf.h"
@@ -45,43 +47,6 @@ const char* finish_reason_name(FinishReason r) {
 namespace {
 
 namespace fs = std::filesystem;
-
-class DetokenizerStream final : public TextStream {
- public:
-  explicit DetokenizerStream(const Tokenizer& t) : d_(t, /*skip_special_tokens=*/true) {}
-  std::string push(int32_t id) override { return d_.push(id); }
-  std::string flush() override { return d_.flush(); }
-
- private:
-  IncrementalDetokenizer d_;
-};
-
-class StreamImpl final : public RequestStream {
- public:
-  explicit StreamImpl(std::shared_ptr<RequestShared> sh) : sh_(std::move(sh)) {}
-  ~StreamImpl() override {
-    // A stream dropped before its end cancels its request.
-    if (!finished_) sh_->cancel.cancel();
-  }
-  bool next(Event& ev, int timeout_ms) override {
-    std::unique_lock<std::mutex> lk(sh_->mu);
-    auto ready = [&] { return !sh_->events.empty(); };
-    if (timeout_ms < 0) {
-      sh_->cv.wait(lk, ready);
-    } else if (!sh_->cv.wait_for(lk, std::chrono::milliseconds(timeout_ms), ready)) {
-      return false;
-    }
-    ev = std::move(sh_->events.front());
-    sh_->events.pop_front();
-    if (ev.done) finished_ = true;
-    return true;
-  }
-  void cancel() override { sh_->cancel.cancel(); }
-
- private:
-  std::shared_ptr<RequestShared> sh_;
-  bool finished_ = false;
-};
 
 nlohmann::ordered_json messages_json(const std::vector<ChatMessage>& messages) {
   nlohmann::ordered_json j = nlohmann::ordered_json::array();
@@ -154,6 +119,14 @@ class EngineImpl final : public Engine {
     check_classify_options(o);
     return prepare_checked(prompt, o);
   }
+
+  PreparedEmbed prepare(const Prompt& prompt, const EmbedOptions& o) const override {
+    PreparedEmbed r{prompt_ids(with_st_prompt(prompt, o, st_), o.add_special_tokens),
+                    resolve_embed_options(o, st_, model_->info().hidden_size)};
+    check_classify_context(static_cast<int>(r.prompt.size()), context_);
+    return r;
+  }
+  int embedding_size() const override { return embedding_size_of(st_, model_->info().hidden_size); }
 
   GenerateResult generate(const PreparedRequest& req, const TokenCallback& on_token,
                           const CancelToken& cancel) override {
@@ -246,7 +219,7 @@ class EngineImpl final : public Engine {
     }
     std::vector<ClassifyResult> ran = run_classify(std::move(reqs), cancel);
     for (size_t j = 0; j < ran.size(); ++j) out[at[j]] = std::move(ran[j]);
-    if (metrics) classify_metrics(out, t0, *metrics);
+    if (metrics) prompt_metrics(out, t0, *metrics);
     return out;
   }
 
@@ -254,7 +227,37 @@ class EngineImpl final : public Engine {
                                        BatchMetrics* metrics, const CancelToken& cancel) override {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<ClassifyResult> out = run_classify(reqs, cancel);
-    if (metrics) classify_metrics(out, t0, *metrics);
+    if (metrics) prompt_metrics(out, t0, *metrics);
+    return out;
+  }
+
+  std::vector<EmbedResult> embed(const std::vector<Prompt>& prompts, const EmbedOptions& opts,
+                                 BatchMetrics* metrics, const CancelToken& cancel) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    resolve_embed_options(opts, st_, model_->info().hidden_size);  // throws: shared options
+    with_st_prompt(Prompt(std::string()), opts, st_);              // and the prompt's name
+    std::vector<EmbedResult> out(prompts.size());
+    std::vector<PreparedEmbed> reqs;
+    std::vector<size_t> at;  // reqs[j] is prompts[at[j]]
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      try {
+        reqs.push_back(prepare(prompts[i], opts));
+        at.push_back(i);
+      } catch (const Error& e) {
+        out[i].error = e.what();
+      }
+    }
+    std::vector<EmbedResult> ran = embed(reqs, nullptr, cancel);
+    for (size_t j = 0; j < ran.size(); ++j) out[at[j]] = std::move(ran[j]);
+    if (metrics) prompt_metrics(out, t0, *metrics);
+    return out;
+  }
+
+  std::vector<EmbedResult> embed(const std::vector<PreparedEmbed>& reqs, BatchMetrics* metrics,
+                                 const CancelToken& cancel) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<EmbedResult> out = run_embed(*sched_, reqs, cancel, &st_.dense);
+    if (metrics) prompt_metrics(out, t0, *metrics);
     return out;
   }
 
@@ -411,8 +414,10 @@ class EngineImpl final : public Engine {
     return out;
   }
 
-  void classify_metrics(const std::vector<ClassifyResult>& out,
-                        std::chrono::steady_clock::time_point t0, BatchMetrics& m) const {
+  // Classify's and embed's: requests and prompt tokens, over the call's time.
+  template <typename Result>
+  void prompt_metrics(const std::vector<Result>& out, std::chrono::steady_clock::time_point t0,
+                      BatchMetrics& m) const {
     m = BatchMetrics{};
     m.requests = static_cast<int>(out.size());
     for (const auto& c : out) m.prompt_tokens += c.prompt_tokens;
@@ -428,6 +433,8 @@ class EngineImpl final : public Engine {
     if (o.progress) lo.progress = progress_printer();
     model_ = load_model(*dir_, *backend_, lo);
     dir_->release_pages();  // the backend holds its own copy now (RSS, not correctness)
+    if (!dir_->gguf())      // a sentence-transformers directory's pooling, Dense and Normalize
+      st_ = load_sentence_transformers(o.model_dir, model_->info().hidden_size);
     if (o.progress) std::fprintf(stderr, "\n");
     // A GGUF file's tokenizer and template: the Hugging Face files beside it when there are
     // (they win), else its own metadata's.
@@ -568,6 +575,7 @@ class EngineImpl final : public Engine {
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ChatTemplate> chat_template_;
+  StPipeline st_;
   nlohmann::ordered_json template_context_ = nlohmann::ordered_json::object();  // bos_token, ...
   std::vector<int32_t> eos_;
   int context_ = 0;

@@ -26,6 +26,7 @@ struct RequestShared {
   bool done = false;
   GenerateResult result;
   ClassifyResult classify;
+  EmbedResult embedding;
   CancelToken cancel;
 };
 
@@ -43,6 +44,12 @@ class RequestOutput {
   // The logits row the request's pick is drawn from ([1, vocab] at row `row` of `logits`), before
   // the next forward reuses its buffer.
   virtual void on_logits(ComputeBackend& backend, const Tensor& logits, int row) {}
+  // Embeddings (embed_output.h): the request wants its rows' final hidden states, every prompt
+  // position computed by its own forward (no prefix-cache adoption), and gets them per chunk:
+  // rows [row, row + n) of `hidden` ([T, hidden] after the final norm) are prompt positions
+  // [pos, pos + n). A chunk at position 0 starts the prompt over (after a preemption).
+  virtual bool wants_hidden() const { return false; }
+  virtual void on_hidden(ComputeBackend& backend, const Tensor& hidden, int row, int pos, int n) {}
   // The request ends: text held back goes to the token callback; returns it for the stream.
   virtual std::string release() = 0;
   // Under sh.mu: the request's own part of its result.

@@ -245,8 +245,8 @@ class Scheduler::PlanView final : public WaitingQueue, public KvLedger {
     q.registered = 0;
   }
   int adopt_prefix(int id) override {
-    if (!s_.opts_.prefix_cache) return 0;
     Sequence& q = seq(id);
+    if (!s_.opts_.prefix_cache || q.spec.output->wants_hidden()) return 0;  // every row pooled
     const int bs = s_.pool_.block_size();
     q.hashes = block_chain_hashes(q.tokens, bs);
     const int got = adopt_cached_prefix(s_.pool_, *q.kv, q.hashes,
@@ -381,8 +381,10 @@ void Scheduler::run_batch() {
   // known now; sample() checks again once the previous step's ids are in (they can end a
   // min_tokens suppression).
   hb.greedy_ids = true;
-  for (size_t i = 0; i < batch_.size(); ++i)
+  for (size_t i = 0; i < batch_.size(); ++i) {
     if (entries_[i].logits_last && !batch_[i].seq->plain_greedy_now()) hb.greedy_ids = false;
+    if (batch_[i].seq->spec.output->wants_hidden()) hb.hidden_states = true;
+  }
   bool forward_ok = false;
   try {
     const ForwardOutput fo = model_.forward(hb, pool_.layers());
@@ -391,6 +393,7 @@ void Scheduler::run_batch() {
     // The previous step's ids, while this forward runs on the device.
     collect();
     sample(fo);
+    if (hb.hidden_states) hand_hidden(fo);
   } catch (const std::exception& e) {
     // A failed step fails the requests in it, and only them; the previous step's sample was
     // issued before this step and still counts.
@@ -461,8 +464,20 @@ void Scheduler::sample(const ForwardOutput& fo) {
   }
 }
 
+// Embeddings' rows (RequestOutput::on_hidden), chunk by chunk in the batch's order, before the
+// next forward reuses the buffer.
+void Scheduler::hand_hidden(const ForwardOutput& fo) {
+  int row = 0;
+  for (const Chunk& c : batch_) {
+    Sequence& s = *c.seq;
+    if (s.spec.output->wants_hidden() && !s.spec.shared->done)
+      s.spec.output->on_hidden(model_.backend(), fo.hidden, row, s.computed - c.tokens, c.tokens);
+    row += c.tokens;
+  }
+}
+
 void Scheduler::register_blocks(Sequence& s) {
-  if (!opts_.prefix_cache) return;
+  if (!opts_.prefix_cache || s.spec.output->wants_hidden()) return;
   // Only blocks whose tokens are all known (an in-flight token's block waits for its id).
   const int bs = pool_.block_size();
   const int full = std::min(s.computed, static_cast<int>(s.tokens.size())) / bs;

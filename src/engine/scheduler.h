@@ -83,6 +83,7 @@ class Scheduler {
   void apply(const StepPlan& plan, const PlanView& view);
   void run_batch();  // one forward over batch_, its sample issued
   void sample(const ForwardOutput& fo);
+  void hand_hidden(const ForwardOutput& fo);
   void admit_new();
   void finish(Sequence& s, FinishReason why, const std::string& error = "");
   void preempt(Sequence& s);

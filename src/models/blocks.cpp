@@ -95,10 +95,20 @@ const Tensor& gated_mlp(ForwardPass& f, const ResidualNorm& mlp_in, const LayerW
 void lm_head(ForwardPass& f, const Tensor& y, const DeviceArray* w_y, const DeviceArray& norm,
              const Weight& head, float softcap) {
   const int R = f.b.num_logit_rows;
-  if (R == 0) return;  // no logits: the last layer's output is not needed
   const Activations& a = f.a;
   const Tensor* w_y_view = w_y ? &w_y->view : nullptr;
   const float eps = f.c.eps;
+  if (f.b.hidden_states) {
+    // Embeddings: the residual add and the final norm on every row, left in a.h; then the logits
+    // rows as below, from the updated residual.
+    f.be.add_rms_norm(a.x, y, w_y_view, &norm.view, eps, a.h);
+    if (R == 0) return;
+    f.be.gather_rows(a.x, f.b.logit_rows, R, a.x_rows);
+    f.be.norm_lm_head({a.x_rows, nullptr, nullptr, norm.view, eps, a.h_rows}, head, softcap,
+                      a.logits, f.greedy_ids);
+    return;
+  }
+  if (R == 0) return;  // no logits: the last layer's output is not needed
   if (f.b.logit_rows_all) {
     // Every row is a logits row, in order: the residual add, the final norm and the head in one
     // op on the first R rows.

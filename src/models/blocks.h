@@ -40,7 +40,10 @@ struct ForwardPass {
   Activations a;
   int32_t* greedy_ids = nullptr;  // a.ids when b asks for greedy ids (and has logits rows)
 
-  ForwardOutput output() const { return {a.logits.rows_from(0, b.num_logit_rows), greedy_ids}; }
+  ForwardOutput output() const {
+    return {a.logits.rows_from(0, b.num_logit_rows), greedy_ids,
+            b.hidden_states ? a.h.rows_from(0, b.num_tokens) : Tensor{}};
+  }
 };
 
 // Uploads hb and takes the activations (after a scratch reset); kv holds one view per layer.
@@ -77,6 +80,7 @@ const Tensor& gated_mlp(ForwardPass& f, const ResidualNorm& mlp_in, const LayerW
 // the logits rows logits = lm_head(rms_norm(x, norm)) [R, vocab], tanh-softcapped at `softcap`
 // when > 0, with their greedy ids when the batch asks. A decode step (every row a logits row)
 // runs in place; otherwise the rows are gathered first. Nothing when the batch wants no logits.
+// With BatchView::hidden_states, h = rms_norm(x, norm) of every row stays in f.a.h (embeddings).
 void lm_head(ForwardPass& f, const Tensor& y, const DeviceArray* w_y, const DeviceArray& norm,
              const Weight& head, float softcap);
 

@@ -25,10 +25,13 @@ struct KvSpec {
 };
 
 // What a forward returns: logits [R, vocab] f32 and, when the batch asked (HostBatch::greedy_ids),
-// each row's greedy id [R] (device memory, both valid until the next forward).
+// each row's greedy id [R]; with HostBatch::hidden_states every row's final hidden state (device
+// memory, all valid until the next forward).
 struct ForwardOutput {
   Tensor logits;
   const int32_t* greedy_ids = nullptr;
+  // HostBatch::hidden_states: [T, hidden] every row's final norm (the model's last hidden state).
+  Tensor hidden;
 };
 
 struct LoadOptions {

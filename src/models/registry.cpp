@@ -22,13 +22,15 @@ const std::vector<Entry>& entries() {
   // Per architecture file: the config.json "architectures" names and "model_type" names it
   // answers to, and its factory.
   static const std::vector<Entry> e = {
-      {{"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"},
+      // The *Model names (the decoder without its LM head) are what sentence-transformers
+      // directories hold (embedding models); a tied head serves their one discarded pick.
+      {{"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration", "Gemma3TextModel"},
        {"gemma3_text", "gemma3"},
        make_gemma3},
-      {{"LlamaForCausalLM"}, {"llama"}, make_llama},
-      {{"MistralForCausalLM"}, {"mistral"}, make_mistral},
-      {{"Qwen2ForCausalLM"}, {"qwen2"}, make_qwen2},
-      {{"Qwen3ForCausalLM"}, {"qwen3"}, make_qwen3},
+      {{"LlamaForCausalLM", "LlamaModel"}, {"llama"}, make_llama},
+      {{"MistralForCausalLM", "MistralModel"}, {"mistral"}, make_mistral},
+      {{"Qwen2ForCausalLM", "Qwen2Model"}, {"qwen2"}, make_qwen2},
+      {{"Qwen3ForCausalLM", "Qwen3Model"}, {"qwen3"}, make_qwen3},
   };
   return e;
 }

@@ -4,6 +4,7 @@
 #include <new>
 #include <optional>
 
+#include "server/cors.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 
@@ -24,7 +25,9 @@ const Known kKnown[] = {{"/v1/completions", "POST", "completions"},
                         {"/v1/classify", "POST", "classify"},
                         {"/v1/models", "GET", "models"},
                         {"/health", "GET", "health"},
-                        {"/metrics", "GET", "metrics"}};
+                        {"/metrics", "GET", "metrics"},
+                        {"/v1/responses", "POST", "responses"},
+                        {"/v1/embeddings", "POST", "embeddings"}};
 
 const Known* known(const std::string& path) {
   for (const auto& k : kKnown)
@@ -207,6 +210,10 @@ void install_guards(httplib::Server& svr, ServerState& state) {
   // or post() has read the body off the socket (see discard_body): by post() for the POST routes,
   // by the error handler below for the rest (httplib reads the body before it answers 404).
   svr.set_pre_routing_handler([&state](const httplib::Request& req, httplib::Response& res) {
+    if (is_cors_preflight(req)) {  // before the key check: browsers send preflights without it
+      state.count_http(endpoint_label(req.path), answer_cors_preflight(state.cors, req, res));
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (has_body(req)) return httplib::Server::HandlerResponse::Unhandled;
     auto e = auth_error(state, req);
     return e ? reject_unauthorized(state, req, res, *e)
@@ -246,6 +253,10 @@ void install_guards(httplib::Server& svr, ServerState& state) {
     state.count_http(endpoint_label(req.path), e.status);
     return httplib::Server::HandlerResponse::Handled;
   }));
+  // Every response httplib writes passes here, errors and event streams included.
+  svr.set_post_routing_handler([&state](const httplib::Request& req, httplib::Response& res) {
+    add_cors_headers(state.cors, req, res);
+  });
   // Handlers catch everything themselves; this is the last net should httplib's own code throw.
   svr.set_exception_handler(
       [&state](const httplib::Request& req, httplib::Response& res, std::exception_ptr) {

@@ -1,7 +1,8 @@
 // The HTTP routes, one file per family (routes_completions.cpp, routes_chat.cpp,
-// routes_info.cpp, routes_classify.cpp), and the wrapper every handler runs in (routes.cpp):
-// it refuses work while draining, turns every exception into an OpenAI-style error response,
-// and counts the request in /metrics. Nothing throws out of a handler.
+// routes_info.cpp, routes_classify.cpp, routes_responses.cpp, routes_embeddings.cpp), and the
+// wrapper every handler runs in (routes.cpp): it refuses work while draining, turns every
+// exception into an OpenAI-style error response, and counts the request in /metrics. Nothing
+// throws out of a handler.
 #pragma once
 
 #include <httplib.h>
@@ -54,5 +55,7 @@ void register_completion_routes(httplib::Server& svr, ServerState& state);
 void register_chat_routes(httplib::Server& svr, ServerState& state);
 void register_info_routes(httplib::Server& svr, ServerState& state);
 void register_classify_routes(httplib::Server& svr, ServerState& state);
+void register_responses_routes(httplib::Server& svr, ServerState& state);
+void register_embeddings_routes(httplib::Server& svr, ServerState& state);
 
 }  // namespace tessera::server

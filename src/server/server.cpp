@@ -42,6 +42,8 @@ HttpServer::HttpServer(Engine& engine, ServerOptions opts)
   register_chat_routes(*http_, state_);
   register_info_routes(*http_, state_);
   register_classify_routes(*http_, state_);
+  register_responses_routes(*http_, state_);
+  register_embeddings_routes(*http_, state_);
 }
 
 HttpServer::~HttpServer() = default;

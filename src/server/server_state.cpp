@@ -13,6 +13,8 @@ const std::vector<double> kLatencyBounds = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 ServerState::ServerState(Engine& e, ServerOptions o)
     : engine(e),
       opts(std::move(o)),
+      cors(make_cors_policy(opts.allowed_origins, !opts.api_key.empty(),
+                            opts.allow_any_origin_with_key)),
       started_unix(static_cast<int64_t>(std::time(nullptr))),
       prompt_tokens_(
           metrics.counter("tessera_prompt_tokens_total", "Prompt tokens of finished requests")),

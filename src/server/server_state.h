@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <vector>
 
+#include "server/cors.h"
 #include "server/metrics.h"
 #include "tessera/engine.h"
 
@@ -22,6 +24,9 @@ struct ServerOptions {
   size_t max_body_bytes = size_t{8} << 20;
   int shutdown_timeout_ms = 10000;  // SIGINT/SIGTERM: let requests finish this long, then cancel
   bool log_requests = false;        // one line per request on stderr
+  // --allowed-origins (server/cors.h): none by default; "*" with an API key needs the flag.
+  std::vector<std::string> allowed_origins;
+  bool allow_any_origin_with_key = false;
 };
 
 class ServerState {
@@ -30,6 +35,7 @@ class ServerState {
 
   Engine& engine;
   const ServerOptions opts;
+  const CorsPolicy cors;  // from opts, checked at construction
   MetricsRegistry metrics;
   const int64_t started_unix;
 

@@ -12,9 +12,31 @@ std::shared_ptr<ChoiceRun> start_choices(RequestContext& ctx,
       ctx.t_start);
 }
 
+namespace {
+
+class ChunkStream : public StreamWriter {
+ public:
+  explicit ChunkStream(StreamFormat fmt) : w_(std::move(fmt)) {}
+  std::string event(int choice, const RequestStream::Event& ev) override {
+    return w_.event(choice, ev);
+  }
+  std::string finish() override { return w_.finish(); }
+
+ private:
+  ChunkWriter w_;
+};
+
+}  // namespace
+
 void stream_response(RequestContext& ctx, std::shared_ptr<ChoiceRun> run, StreamFormat fmt) {
   fmt.choice_prompt.clear();
   for (const auto& s : run->specs()) fmt.choice_prompt.push_back(s.prompt);
+  stream_events(ctx, std::move(run),
+                [&fmt] { return std::make_shared<ChunkStream>(std::move(fmt)); });
+}
+
+void stream_events(RequestContext& ctx, std::shared_ptr<ChoiceRun> run,
+                   const std::function<std::shared_ptr<StreamWriter>()>& make_writer) {
   std::vector<Item> first;
   std::vector<char> seen(run->size(), 0);
   size_t unseen = run->size();
@@ -34,7 +56,7 @@ void stream_response(RequestContext& ctx, std::shared_ptr<ChoiceRun> run, Stream
   }
   if (auto e = run->first_error(); e && e->status >= 499) throw *e;  // client gone or shutting down
 
-  auto writer = std::make_shared<ChunkWriter>(std::move(fmt));
+  std::shared_ptr<StreamWriter> writer = make_writer();
   auto pending = std::make_shared<std::vector<Item>>(std::move(first));
   std::shared_ptr<void> in_flight = ctx.in_flight;
   ctx.res.status = 200;

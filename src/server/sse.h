@@ -9,6 +9,7 @@
 #include "server/generation.h"
 #include "server/routes.h"
 #include "server/stream_chunks.h"
+#include "server/stream_writer.h"
 
 namespace tessera::server {
 
@@ -21,5 +22,10 @@ std::shared_ptr<ChoiceRun> start_choices(RequestContext& ctx,
 // an HTTP error status (and not a 200 followed by an error event); then streams. The format's
 // choice_prompt is filled here from the run.
 void stream_response(RequestContext& ctx, std::shared_ptr<ChoiceRun> run, StreamFormat fmt);
+
+// The same for any writer (the Responses API's events): `make_writer` runs once the request is
+// known to start, so that a refused one writes nothing.
+void stream_events(RequestContext& ctx, std::shared_ptr<ChoiceRun> run,
+                   const std::function<std::shared_ptr<StreamWriter>()>& make_writer);
 
 }  // namespace tessera::server

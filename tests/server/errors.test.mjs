@@ -116,7 +116,7 @@ test('a JSON body is read whatever its content type; multipart is refused', asyn
 });
 
 test('unknown endpoints are 404 and wrong methods 405, as error objects', async () => {
-  const a = await raw('/v1/embeddings', { body: { input: 'x' } });
+  const a = await raw('/v1/images/generations', { body: { prompt: 'x' } });
   assert.equal(a.status, 404);
   assertErrorShape(a.json, { code: 'unknown_url' });
   const b = await raw('/v1/completions', { method: 'GET' });

@@ -53,8 +53,8 @@ const trap = 'GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n'.padEnd(300, ' ');
 for (const [name, first, status] of [
   ['a wrong key', post('/v1/completions', trap, { key: 'wrong' }), 401],
   ['a multipart body', post('/v1/completions', trap, { type: 'multipart/form-data; boundary=x' }), 400],
-  ['an unknown endpoint', post('/v1/embeddings', trap), 404],
-  ['a wrong key on an unknown endpoint', post('/v1/embeddings', trap, { key: 'wrong' }), 401],
+  ['an unknown endpoint', post('/v1/images/generations', trap), 404],
+  ['a wrong key on an unknown endpoint', post('/v1/images/generations', trap, { key: 'wrong' }), 401],
   ['a wrong key, chunked', postChunked('/v1/completions', trap, { key: 'wrong' }), 401],
   ['a multipart body, chunked', postChunked('/v1/completions', trap, { type: 'multipart/form-data; boundary=x' }), 400],
 ]) {

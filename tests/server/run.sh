@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Server tests with the official OpenAI client (node_modules/openai): builds nothing (scripts/test.sh
-# has built ./build/tessera), makes a tiny random-weight Gemma 3 with the real tokenizer, starts
-# `tessera serve` on a free loopback port with an API key, runs the Node tests (node:test) one
-# file at a time, then stops the server with SIGTERM and checks that it exits 0.
+# Server tests with the official OpenAI client (node_modules/openai), the AI SDK and headless
+# Chromium (browser.test.mjs): builds nothing (scripts/test.sh has built ./build/tessera), makes
+# a tiny random-weight Gemma 3 with the real tokenizer, starts `tessera serve` on a free loopback
+# port with an API key, runs the Node tests (node:test) one file at a time, then stops the
+# server with SIGTERM and checks that it exits 0.
 # Exits non-zero on any failure; the server is always killed (trap).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -11,7 +12,9 @@ BIN=./build/tessera
 CONTEXT=256
 if [ ! -x "$BIN" ]; then echo "tests/server/run.sh: $BIN is missing (build first: scripts/setup.sh)" >&2; exit 1; fi
 if ! command -v node >/dev/null; then echo "tests/server/run.sh: node is missing" >&2; exit 1; fi
-if [ ! -d node_modules/openai ]; then echo "tests/server/run.sh: node_modules/openai is missing (npm ci)" >&2; exit 1; fi
+for m in openai ai @ai-sdk/openai; do
+  if [ ! -d "node_modules/$m" ]; then echo "tests/server/run.sh: node_modules/$m is missing (npm ci)" >&2; exit 1; fi
+done
 
 TMP=$(mktemp -d)
 SERVER_PID=""
@@ -50,7 +53,7 @@ export TESSERA_URL="$URL" TESSERA_API_KEY="$KEY" TESSERA_MODEL_DIR="$TMP/tiny" T
        TESSERA_CONTEXT="$CONTEXT" TESSERA_BIN="$BIN"
 failed=0
 # One file at a time: the parity tests compare against the CLI and want no other load meanwhile.
-for f in completions chat classify errors auth keepalive cancel load lifecycle; do
+for f in completions chat classify responses embeddings errors auth cors browser keepalive cancel load lifecycle; do
   echo "== tests/server/$f.test.mjs"
   if ! node --test "tests/server/$f.test.mjs"; then failed=1; fi
 done

@@ -32,6 +32,7 @@ void add_chat_template_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_chat_command(CLI::App& app);
 void add_classify_command(CLI::App& app);
+void add_embed_command(CLI::App& app);
 void add_batch_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 

@@ -1,6 +1,7 @@
 // tessera serve --model DIR [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--max-queue N]
-//   [--served-model-name NAME] [engine options: --device --dtype --context --batch-tokens
-//   --max-seqs --memory-limit --kv-memory]
+//   [--served-model-name NAME] [--allowed-origins ORIGIN,...] [--allow-any-origin-with-key]
+//   [engine options: --device --dtype --context --batch-tokens --max-seqs --memory-limit
+//   --kv-memory]
 // An OpenAI-compatible HTTP server (README "Server"). Prints "listening on http://HOST:PORT" on
 // stdout once it accepts connections; SIGINT / SIGTERM drain it (in-flight requests get
 // --shutdown-timeout seconds, then are cancelled) and it exits 0.
@@ -51,6 +52,12 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--max-body", a->max_body, "largest request body (e.g. 8M)");
   cmd->add_option("--shutdown-timeout", a->shutdown_timeout_s,
                   "seconds in-flight requests get on SIGINT/SIGTERM");
+  cmd->add_option("--allowed-origins", a->server.allowed_origins,
+                  "origins whose web pages may call the server (CORS), e.g. "
+                  "http://localhost:3000; '*' for any (default: none)")
+      ->delimiter(',');
+  cmd->add_flag("--allow-any-origin-with-key", a->server.allow_any_origin_with_key,
+                "allow --allowed-origins '*' together with --api-key");
   cmd->add_flag("--log-requests", a->server.log_requests, "one line per request on stderr");
   cmd->callback([a] {
     run_command([&] {

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_generate_command(app);
   tessera::cli::add_chat_command(app);
   tessera::cli::add_classify_command(app);
+  tessera::cli::add_embed_command(app);
   tessera::cli::add_batch_command(app);
   tessera::cli::add_serve_command(app);
   try {

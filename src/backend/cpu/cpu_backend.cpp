@@ -123,6 +123,7 @@ class CpuBackend final : public ComputeBackend {
     v.num_logit_rows = static_cast<int>(b.logit_rows.size());
     v.logit_rows_all = b.logits_every_row();
     v.greedy_ids = b.greedy_ids;
+    v.hidden_states = b.hidden_states;
     return v;
   }
 

@@ -125,9 +125,10 @@ BatchView CudaBackend::upload(const HostBatch& b) {
   last_ = LastUpload{};
   last_.tokens = v.tokens;
   last_.n_single = n_single + (Sp - S);
-  last_.graphable = graphable;
-  v.logit_rows_all = b.logits_every_row();  // padded rows then see their own (padding) rows
+  last_.graphable = graphable && !b.hidden_states;  // embeddings' forwards run eagerly
+  v.logit_rows_all = b.logits_every_row();          // padded rows then see their own (padding) rows
   v.greedy_ids = b.greedy_ids;
+  v.hidden_states = b.hidden_states;
   last_.key = GraphKey{Tp, Sp, Rp, G, {mb[0], mb[1], mb[2], mb[3]}, v.logit_rows_all, v.greedy_ids};
   return v;
 }
