@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
@@ -26,13 +27,28 @@ json read_json(const fs::path& p) {
   }
 }
 
-// ref: sentence_transformers/models/Pooling.py: the pooling_mode_* keys of its config.
+// ref: sentence_transformers/models/Pooling.py: the pooling_mode_* booleans of its config
+// (what published models ship), or, as sentence-transformers 5 writes it, "pooling_mode": a
+// name ("mean", "cls", "lasttoken", ...) or a list of names.
 Pooling read_pooling(const fs::path& p) {
   const json c = read_json(p);
   std::vector<std::string> on;
   for (auto it = c.begin(); it != c.end(); ++it)
     if (it.key().rfind("pooling_mode_", 0) == 0 && it->is_boolean() && it->get<bool>())
       on.push_back(it.key());
+  if (on.empty() && c.contains("pooling_mode")) {
+    static const std::map<std::string, std::string> kName = {
+        {"mean", "pooling_mode_mean_tokens"},
+        {"cls", "pooling_mode_cls_token"},
+        {"lasttoken", "pooling_mode_lasttoken"}};
+    const json& m = c["pooling_mode"];
+    for (const json& n : m.is_array() ? m : json::array({m})) {
+      if (!n.is_string())
+        fail(ErrorKind::invalid_model, p.string() + ": pooling_mode must be a name or names");
+      const auto it = kName.find(n.get<std::string>());
+      on.push_back(it != kName.end() ? it->second : "pooling_mode " + n.get<std::string>());
+    }
+  }
   if (on.size() != 1)
     fail(ErrorKind::unsupported, p.string() + ": " + std::to_string(on.size()) +
                                      " pooling modes are set; tessera pools with exactly one "
