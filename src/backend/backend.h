@@ -10,8 +10,10 @@
 // - qkv rows hold the heads of q, then k, then v: [T, (nh + 2 nkv) * hd].
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -264,6 +266,32 @@ struct SampleBatch {
   std::vector<int32_t> suppress_ids;
 };
 
+// A logits row's allowed tokens (structured output, docs/GRAMMAR.md): bit c of `allow` (64 ids
+// per word) set, or c listed in `also` (EOS once the grammar is complete).
+struct LogitMask {
+  int row = 0;
+  const uint64_t* allow = nullptr;
+  std::span<const int32_t> also;
+};
+
+// One row (cols f32 logits) masked in host memory: what every backend's mask_logits computes.
+inline void apply_logit_mask(float* row, int64_t cols, const LogitMask& m) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  float kept[16];  // the `also` ids' logits survive the mask (EOS: a handful of ids)
+  const size_t n_also = std::min<size_t>(m.also.size(), 16);
+  for (size_t i = 0; i < n_also; ++i)
+    kept[i] = m.also[i] >= 0 && m.also[i] < cols ? row[m.also[i]] : kNegInf;
+  for (int64_t w = 0; w * 64 < cols; ++w) {
+    const uint64_t bits = m.allow[w];
+    if (bits == ~uint64_t{0}) continue;
+    const int64_t end = std::min<int64_t>(64, cols - w * 64);
+    for (int64_t b = 0; b < end; ++b)
+      if (!((bits >> b) & 1)) row[w * 64 + b] = kNegInf;
+  }
+  for (size_t i = 0; i < n_also; ++i)
+    if (m.also[i] >= 0 && m.also[i] < cols) row[m.also[i]] = kept[i];
+}
+
 struct SampleOutput {
   std::vector<int32_t> ids;         // [R]
   std::vector<float> logprobs;      // [R] the chosen token's (when any row asks)
@@ -422,6 +450,9 @@ class ComputeBackend {
   // Picks one token per logits row (the sampler chain, see SampleParams) and fills `out` in
   // host memory; only ids and the requested logprobs leave the device.
   virtual void sample(Tensor logits, const SampleBatch& batch, SampleOutput& out) = 0;
+  // Sets every disallowed logit of the listed rows (f32) to -inf, in place, before sampling; the
+  // rows not listed are not touched. The default brings each row to the host and back.
+  virtual void mask_logits(Tensor logits, std::span<const LogitMask> masks);
 
   // The same sampler, split for a pipelined scheduler (vLLM's async scheduling): sample_async()
   // issues it and may return before it has run; its ids stay on the device, where the next

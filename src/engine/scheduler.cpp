@@ -32,6 +32,7 @@ struct Scheduler::Sequence {
   PenaltyHistory history;
   uint64_t seed = 0, sample_step = 0;
   int64_t admit_order = -1;
+  int32_t grammar_state = grammar::Matcher::kDead;  // spec.grammar's state after the ids so far
   int cached_prompt = 0;
   bool started = false;
   Clock::time_point t_submit, t_admit, t_first, t_end;
@@ -48,7 +49,8 @@ struct Scheduler::Sequence {
            static_cast<int>(tokens.size()) + 1 >= context_length;
   }
   bool plain_greedy_now() const {
-    return plain_greedy_next(spec.sampling, generated, spec.min_tokens, !spec.stop_ids.empty());
+    return !spec.grammar &&
+           plain_greedy_next(spec.sampling, generated, spec.min_tokens, !spec.stop_ids.empty());
   }
 };
 
@@ -146,6 +148,11 @@ void Scheduler::admit_new() {
                       : std::random_device{}() ^
                             static_cast<uint64_t>(Clock::now().time_since_epoch().count());
     s->history = PenaltyHistory(so, s->tokens);
+    if (s->spec.grammar) s->grammar_state = s->spec.grammar->start();
+    if (!s->spec.error.empty()) {
+      finish(*s, FinishReason::error, s->spec.error);
+      continue;
+    }
     // Requests that can never run fail at once.
     const std::string why =
         admission_error(s->prompt_len, s->prompt_len + s->spec.positions_after_prompt,
@@ -223,8 +230,39 @@ void Scheduler::on_sampled(Sequence& s, int32_t id, const SampleOutput& out, int
   }
   if (t.finish)
     finish(s, *t.finish);
+  else if (s.spec.grammar && !grammar_take(s, id))
+    return;
   else if (static_cast<int>(s.tokens.size()) >= opts_.context_length)
     finish(s, FinishReason::length);
+}
+
+bool Scheduler::grammar_take(Sequence& s, int32_t id) {
+  grammar::TokenGrammar& g = *s.spec.grammar;
+  s.grammar_state = g.advance(s.grammar_state, id);
+  if (s.grammar_state == grammar::Matcher::kDead) {  // the mask makes this unreachable
+    finish(s, FinishReason::error, "the sampled token does not follow the output constraint");
+    return false;
+  }
+  if (!g.can_continue(s.grammar_state)) {  // complete, and nothing may follow: done
+    finish(s, FinishReason::stop);
+    return false;
+  }
+  if (g.mask(s.grammar_state)->allowed == 0 && !g.accepting(s.grammar_state)) {
+    finish(s, FinishReason::error,
+           "no token of this model's vocabulary can continue the constrained output");
+    return false;
+  }
+  return true;
+}
+
+void Scheduler::grammar_mask(Sequence& s, int row) {
+  grammar::TokenGrammar& g = *s.spec.grammar;
+  mask_refs_.push_back(g.mask(s.grammar_state));  // cached per state: usually a lookup
+  LogitMask m;
+  m.row = row;
+  m.allow = mask_refs_.back()->bits.data();
+  if (g.accepting(s.grammar_state)) m.also = s.spec.stop_ids;  // EOS ends a complete output
+  masks_.push_back(m);
 }
 
 // The planner's view of the scheduler's sequences: ids [0, R) are running_[id] and [R, ...) are
@@ -423,6 +461,8 @@ void Scheduler::run_batch() {
 void Scheduler::sample(const ForwardOutput& fo) {
   sampled_.clear();
   clear(sb_);
+  masks_.clear();
+  mask_refs_.clear();
   for (size_t i = 0; i < batch_.size(); ++i) {
     Sequence& s = *batch_[i].seq;
     if (s.spec.shared->done) {
@@ -432,6 +472,7 @@ void Scheduler::sample(const ForwardOutput& fo) {
     }
     register_blocks(s);
     if (!entries_[i].logits_last) continue;
+    if (s.spec.grammar) grammar_mask(s, static_cast<int>(sampled_.size()));
     sampled_.push_back(&s);
     SampleRequest r;
     r.options = &s.spec.sampling;
@@ -446,8 +487,10 @@ void Scheduler::sample(const ForwardOutput& fo) {
   Tensor rows = logits.rows_from(0, static_cast<int64_t>(sampled_.size()));
   // The forward's greedy ids serve only if every row still samples plainly (a row's state can
   // change with the ids collected since, e.g. min_tokens reached).
-  bool greedy = fo.greedy_ids != nullptr;
+  bool greedy = fo.greedy_ids != nullptr && masks_.empty();
   for (const SampleParams& p : sb_.rows) greedy = greedy && plain_greedy(p);
+  // Constrained rows, masked in place while the forward's logits are still this step's.
+  if (!masks_.empty()) model_.backend().mask_logits(rows, masks_);
   model_.backend().sample_async(rows, sb_, greedy ? fo.greedy_ids : nullptr);
   sample_pending_ = true;
   for (size_t r = 0; r < sampled_.size(); ++r) {

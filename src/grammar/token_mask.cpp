@@ -72,6 +72,11 @@ bool TokenGrammar::can_continue(int32_t state) {
   return state != Matcher::kDead && m_.can_continue(state);
 }
 
+size_t TokenGrammar::num_states() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return m_.num_states();
+}
+
 std::shared_ptr<const TokenMask> TokenGrammar::mask(int32_t state) {
   std::lock_guard<std::mutex> lk(mu_);
   auto it = masks_.find(state);

@@ -65,6 +65,9 @@ class TokenGrammar {
   bool accepting(int32_t state);
   bool can_continue(int32_t state);
   const VocabTrie& vocab() const { return *vocab_; }
+  // Matcher states made so far (each holds a 1 KiB transition table): the engine's cache starts
+  // a grammar afresh past a bound, since states accumulate over every output that used it.
+  size_t num_states();
 
  private:
   std::shared_ptr<const TokenMask> compute_mask(int32_t state);
