@@ -277,18 +277,27 @@ struct LogitMask {
 // One row (cols f32 logits) masked in host memory: what every backend's mask_logits computes.
 inline void apply_logit_mask(float* row, int64_t cols, const LogitMask& m) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  float kept[16];  // the `also` ids' logits survive the mask (EOS: a handful of ids)
-  const size_t n_also = std::min<size_t>(m.also.size(), 16);
-  for (size_t i = 0; i < n_also; ++i)
+  // The `also` ids' logits survive the mask (EOS: a handful of ids, user stop ids maybe more).
+  float small[16];
+  std::vector<float> large;
+  float* kept = small;
+  if (m.also.size() > 16) large.resize(m.also.size()), kept = large.data();
+  for (size_t i = 0; i < m.also.size(); ++i)
     kept[i] = m.also[i] >= 0 && m.also[i] < cols ? row[m.also[i]] : kNegInf;
-  for (int64_t w = 0; w * 64 < cols; ++w) {
+  const int64_t full = cols / 64;
+  for (int64_t w = 0; w < full; ++w) {
     const uint64_t bits = m.allow[w];
-    if (bits == ~uint64_t{0}) continue;
-    const int64_t end = std::min<int64_t>(64, cols - w * 64);
-    for (int64_t b = 0; b < end; ++b)
-      if (!((bits >> b) & 1)) row[w * 64 + b] = kNegInf;
+    if (bits == ~uint64_t{0}) continue;  // all allowed: most words inside a JSON string
+    float* x = row + w * 64;
+    if (bits == 0) {  // none: most words elsewhere
+      std::fill(x, x + 64, kNegInf);
+      continue;
+    }
+    for (int b = 0; b < 64; ++b) x[b] = (bits >> b) & 1 ? x[b] : kNegInf;  // branchless: a blend
   }
-  for (size_t i = 0; i < n_also; ++i)
+  for (int64_t c = full * 64; c < cols; ++c)
+    if (!((m.allow[full] >> (c - full * 64)) & 1)) row[c] = kNegInf;
+  for (size_t i = 0; i < m.also.size(); ++i)
     if (m.also[i] >= 0 && m.also[i] < cols) row[m.also[i]] = kept[i];
 }
 

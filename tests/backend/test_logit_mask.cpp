@@ -23,12 +23,17 @@ TEST(LogitMask, CpuOverrideAndDefaultMaskOnlyTheListedRows) {
   for (int32_t id : allowed_ids) allow[id >> 6] |= uint64_t{1} << (id & 63);
   allow[3] = ~uint64_t{0};  // a full word: ids 192..255
   const std::vector<int32_t> eos = {7, 998};
-  std::vector<LogitMask> masks(2);
+  std::vector<int32_t> many;  // more kept ids than the small buffer holds
+  for (int32_t i = 0; i < 20; ++i) many.push_back(100 + 3 * i);
+  std::vector<LogitMask> masks(3);
   masks[0].row = 1;
   masks[0].allow = allow.data();
   masks[1].row = 3;
   masks[1].allow = allow.data();
   masks[1].also = eos;
+  masks[2].row = 4;
+  masks[2].allow = allow.data();
+  masks[2].also = many;
   for (bool use_default : {false, true}) {
     std::vector<float> l = orig;
     Tensor t{l.data(), DType::f32, R, V, V};
@@ -39,8 +44,11 @@ TEST(LogitMask, CpuOverrideAndDefaultMaskOnlyTheListedRows) {
     for (int64_t r = 0; r < R; ++r)
       for (int64_t c = 0; c < V; ++c) {
         const float got = l[r * V + c], was = orig[r * V + c];
-        bool keep = r != 1 && r != 3;
-        if (!keep) keep = ((allow[c >> 6] >> (c & 63)) & 1) || (r == 3 && (c == 7 || c == 998));
+        const bool in_many = c >= 100 && c < 160 && (c - 100) % 3 == 0;
+        bool keep = r != 1 && r != 3 && r != 4;
+        if (!keep)
+          keep = ((allow[c >> 6] >> (c & 63)) & 1) || (r == 3 && (c == 7 || c == 998)) ||
+                 (r == 4 && in_many);
         if (keep)
           ASSERT_EQ(got, was) << "row " << r << " id " << c << (use_default ? " default" : "");
         else
