@@ -254,6 +254,11 @@ int parse_n(const Fields& f) {
 // Content: a string, or a list of parts of which only {"type": "text"} ones are supported.
 std::string message_content(const json& m, size_t i, const std::string& role) {
   const std::string param = "messages[" + std::to_string(i) + "].content";
+  // Refused rather than dropped from the prompt: tool calling is not implemented yet (#34).
+  if (auto tc = m.find("tool_calls"); tc != m.end() && !tc->is_null() && !tc->empty())
+    bad_request("'messages[" + std::to_string(i) +
+                    "].tool_calls' (tool calling) is not supported by this server",
+                "messages[" + std::to_string(i) + "].tool_calls", "unsupported_parameter");
   auto it = m.find("content");
   if (it == m.end() || it->is_null()) {
     if (role == "assistant") return "";  // an assistant turn that only called tools
