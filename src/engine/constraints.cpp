@@ -95,17 +95,18 @@ std::shared_ptr<grammar::TokenGrammar> ConstraintCache::get(const OutputConstrai
       return it->second->second;
     }
   }
-  std::shared_ptr<const grammar::Grammar> g;
+  std::shared_ptr<grammar::TokenGrammar> tg;
   try {
-    g = grammar::compile(c);
-  } catch (const Error& e) {
+    tg = std::make_shared<grammar::TokenGrammar>(grammar::compile(c), vocab_);
+    // A grammar that cannot start with any token of this vocabulary is the request's error.
+    if (tg->mask(tg->start())->allowed == 0 && !tg->accepting(tg->start()))
+      throw RequestError(field,
+                         "no token of this model's vocabulary can start the constrained output");
+  } catch (const RequestError&) {
+    throw;
+  } catch (const Error& e) {  // the compiler's message, or a grammar too ambiguous to match
     throw RequestError(field, e.what());
   }
-  auto tg = std::make_shared<grammar::TokenGrammar>(std::move(g), vocab_);
-  // A grammar that cannot start with any token of this vocabulary is the request's error.
-  if (tg->mask(tg->start())->allowed == 0 && !tg->accepting(tg->start()))
-    throw RequestError(field,
-                       "no token of this model's vocabulary can start the constrained output");
   std::lock_guard<std::mutex> lk(mu_);
   auto it = index_.find(key);
   if (it != index_.end()) return it->second->second;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <random>
 
 #include "core/check.h"
@@ -9,6 +10,7 @@
 #include "engine/output_processor.h"
 #include "engine/prefix_cache.h"
 #include "engine/sample_packing.h"
+#include "engine/sequence_grammar.h"
 
 namespace tessera {
 
@@ -32,7 +34,7 @@ struct Scheduler::Sequence {
   PenaltyHistory history;
   uint64_t seed = 0, sample_step = 0;
   int64_t admit_order = -1;
-  int32_t grammar_state = grammar::Matcher::kDead;  // spec.grammar's state after the ids so far
+  std::optional<SequenceGrammar> grammar;  // structured output: spec.grammar's state
   int cached_prompt = 0;
   bool started = false;
   Clock::time_point t_submit, t_admit, t_first, t_end;
@@ -49,7 +51,7 @@ struct Scheduler::Sequence {
            static_cast<int>(tokens.size()) + 1 >= context_length;
   }
   bool plain_greedy_now() const {
-    return !spec.grammar &&
+    return !grammar &&
            plain_greedy_next(spec.sampling, generated, spec.min_tokens, !spec.stop_ids.empty());
   }
 };
@@ -148,7 +150,7 @@ void Scheduler::admit_new() {
                       : std::random_device{}() ^
                             static_cast<uint64_t>(Clock::now().time_since_epoch().count());
     s->history = PenaltyHistory(so, s->tokens);
-    if (s->spec.grammar) s->grammar_state = s->spec.grammar->start();
+    if (s->spec.grammar) s->grammar.emplace(s->spec.grammar);
     if (!s->spec.error.empty()) {
       finish(*s, FinishReason::error, s->spec.error);
       continue;
@@ -230,39 +232,25 @@ void Scheduler::on_sampled(Sequence& s, int32_t id, const SampleOutput& out, int
   }
   if (t.finish)
     finish(s, *t.finish);
-  else if (s.spec.grammar && !grammar_take(s, id))
+  else if (s.grammar && !grammar_take(s, id))
     return;
   else if (static_cast<int>(s.tokens.size()) >= opts_.context_length)
     finish(s, FinishReason::length);
 }
 
 bool Scheduler::grammar_take(Sequence& s, int32_t id) {
-  grammar::TokenGrammar& g = *s.spec.grammar;
-  s.grammar_state = g.advance(s.grammar_state, id);
-  if (s.grammar_state == grammar::Matcher::kDead) {  // the mask makes this unreachable
-    finish(s, FinishReason::error, "the sampled token does not follow the output constraint");
-    return false;
+  std::string error;
+  switch (s.grammar->take(id, error)) {
+    case SequenceGrammar::Next::more:
+      return true;
+    case SequenceGrammar::Next::complete:  // nothing may follow: done
+      finish(s, FinishReason::stop);
+      return false;
+    case SequenceGrammar::Next::error:
+      finish(s, FinishReason::error, error);
+      return false;
   }
-  if (!g.can_continue(s.grammar_state)) {  // complete, and nothing may follow: done
-    finish(s, FinishReason::stop);
-    return false;
-  }
-  if (g.mask(s.grammar_state)->allowed == 0 && !g.accepting(s.grammar_state)) {
-    finish(s, FinishReason::error,
-           "no token of this model's vocabulary can continue the constrained output");
-    return false;
-  }
-  return true;
-}
-
-void Scheduler::grammar_mask(Sequence& s, int row) {
-  grammar::TokenGrammar& g = *s.spec.grammar;
-  mask_refs_.push_back(g.mask(s.grammar_state));  // cached per state: usually a lookup
-  LogitMask m;
-  m.row = row;
-  m.allow = mask_refs_.back()->bits.data();
-  if (g.accepting(s.grammar_state)) m.also = s.spec.stop_ids;  // EOS ends a complete output
-  masks_.push_back(m);
+  return false;
 }
 
 // The planner's view of the scheduler's sequences: ids [0, R) are running_[id] and [R, ...) are
@@ -472,7 +460,17 @@ void Scheduler::sample(const ForwardOutput& fo) {
     }
     register_blocks(s);
     if (!entries_[i].logits_last) continue;
-    if (s.spec.grammar) grammar_mask(s, static_cast<int>(sampled_.size()));
+    if (s.grammar) {  // structured output: this row's mask
+      LogitMask m;
+      m.row = static_cast<int>(sampled_.size());
+      std::string error;
+      if (!s.grammar->mask(m, s.spec.stop_ids, mask_refs_, error)) {
+        finish(s, FinishReason::error, error);  // this request only: the others sample
+        pack_unused_row(sb_), sampled_.push_back(nullptr);
+        continue;
+      }
+      masks_.push_back(m);
+    }
     sampled_.push_back(&s);
     SampleRequest r;
     r.options = &s.spec.sampling;

@@ -89,8 +89,6 @@ class Scheduler {
   void on_sampled(Sequence& s, int32_t id, const SampleOutput& out, int row);
   // Structured output: follows the grammar with the id taken (false: the request was finished).
   bool grammar_take(Sequence& s, int32_t id);
-  // The logit mask of a constrained sequence's next pick, added to masks_ for sampler row `row`.
-  void grammar_mask(Sequence& s, int row);
   void fill_metrics(Sequence& s, Metrics& m);
   // Waits for the outstanding sample and hands its ids to their sequences.
   void collect();

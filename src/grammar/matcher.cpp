@@ -6,6 +6,19 @@
 
 namespace tessera::grammar {
 
+namespace {
+constexpr size_t kMaxStacksPerState = 4096;
+constexpr size_t kMaxNodes = 2000000;
+
+// Ambiguous grammars (a nullable x in x{0,n}, say) make stack sets grow with n^2; past these
+// bounds the grammar is refused rather than left to take seconds per byte.
+[[noreturn]] void too_ambiguous() {
+  fail_arg("the grammar is too ambiguous to match efficiently (over " +
+           std::to_string(kMaxStacksPerState) + " parse stacks at one position, or " +
+           std::to_string(kMaxNodes) + " stack nodes); simplify its repetitions of optional parts");
+}
+}  // namespace
+
 Matcher::Matcher(std::shared_ptr<const Grammar> g) : g_(std::move(g)) {
   nodes_.push_back({-1, -1});  // stack 0: empty
   closures_.emplace_back();
@@ -57,6 +70,7 @@ void Matcher::expand(int32_t s, std::vector<int32_t>& out) {
     const int32_t t = g_->elems[a].type == Elem::Type::end ? base : push(a, base);
     const auto& c = closure(t);  // memoized: nested optionals share their tails
     out.insert(out.end(), c.begin(), c.end());
+    if (out.size() > kMaxStacksPerState) too_ambiguous();
   }
 }
 
@@ -76,6 +90,7 @@ int32_t Matcher::intern(std::vector<int32_t> stacks) {
   std::sort(stacks.begin(), stacks.end());
   stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
   if (stacks.empty()) return kDead;
+  if (stacks.size() > kMaxStacksPerState || nodes_.size() > kMaxNodes) too_ambiguous();
   auto it = state_ids_.find(stacks);
   if (it != state_ids_.end()) return it->second;
   const auto id = static_cast<int32_t>(states_.size());

@@ -23,9 +23,10 @@ class Matcher {
  public:
   static constexpr int32_t kDead = -1;
 
-  explicit Matcher(std::shared_ptr<const Grammar> g);
+  explicit Matcher(std::shared_ptr<const Grammar> g);  // may throw as next() does
   int32_t start() const { return start_; }
-  // The state after byte b, or kDead when b cannot continue a valid output.
+  // The state after byte b, or kDead when b cannot continue a valid output. Throws
+  // Error(invalid_argument) when the grammar proves too ambiguous to match (matcher.cpp's bounds).
   int32_t next(int32_t state, uint8_t b) {
     const size_t at = static_cast<size_t>(state) * 256 + b;
     if (trans_[at] == kUnknown) {

@@ -146,6 +146,15 @@ TEST(StructuredOutput, BadConstraintsAreRequestErrorsNamingTheField) {
   } catch (const RequestError& e) {
     EXPECT_EQ(e.field(), "guided_regex");
   }
+  g.constraint.text = "(a?){0,10000}";  // too ambiguous: refused when prepared, quickly
+  try {
+    engine().prepare(Prompt{std::string("x")}, g);
+    ADD_FAILURE() << "no error";
+  } catch (const RequestError& e) {
+    EXPECT_EQ(e.field(), "guided_regex");
+    EXPECT_NE(std::string(e.what()).find("too ambiguous"), std::string::npos) << e.what();
+  }
+  g.constraint.text = "(ab";
   const auto r = engine().generate(Prompt{std::string("x")}, g);  // generate: an error result
   EXPECT_EQ(r.finish_reason, FinishReason::error);
   EXPECT_NE(r.error.find("regex"), std::string::npos);

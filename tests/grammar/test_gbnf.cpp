@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "grammar/utf8_ranges.h"
 #include "grammar_test_util.h"
 
@@ -63,6 +65,22 @@ TEST(Gbnf, BadGrammarsAreClearErrors) {
   EXPECT_NE(err("root ::= [z-a]").find("backwards"), std::string::npos);
   EXPECT_NE(err("root ::= \"a\"{3,1}").find("min <= max"), std::string::npos);
   EXPECT_NE(err("root = \"a\"").find("'::='"), std::string::npos);
+}
+
+// x{0,n} over a nullable x makes stack sets grow with n^2: refused quickly, not matched slowly.
+TEST(Gbnf, TooAmbiguousGrammarsFailFast) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const char* src :
+       {"root ::= (\"a\"?){0,10000}", "root ::= ((\"a\" | \"b\")? \"c\"?){0,10000} \"x\""}) {
+    try {
+      matches(gbnf(src), "aa");
+      ADD_FAILURE() << src << " matched";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("too ambiguous"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
+  EXPECT_TRUE(matches(gbnf("root ::= (\"a\"?){0,40}"), "aaaa"));  // small counts are fine
 }
 
 TEST(Utf8Ranges, CoverExactlyTheEncodings) {
