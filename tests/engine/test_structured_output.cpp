@@ -129,6 +129,40 @@ TEST(StructuredOutput, GreedyConstrainedAndFreeRowsShareABatch) {
   }
 }
 
+TEST(StructuredOutput, PreemptedSequencesKeepTheirGrammarState) {
+  // A KV pool too small for every sequence at once: the scheduler preempts and recomputes, and
+  // each sequence's grammar state (kept with its output) still leads to a valid output.
+  EngineOptions o;
+  o.model_dir = testing::tiny_gemma_with_tokenizer();
+  o.device = "cpu";
+  o.context_length = 256;
+  o.kv_memory = 256 << 10;  // bytes: a few sequences of this length at once
+  o.max_seqs = 16;
+  o.prefix_cache = false;
+  auto e = Engine::load(o);
+  const json schema = {{"type", "array"},
+                       {"items", {{"type", "string"}, {"minLength", 3}, {"maxLength", 6}}},
+                       {"minItems", 8},
+                       {"maxItems", 10}};
+  std::vector<PreparedRequest> reqs;
+  for (int i = 0; i < 12; ++i) {
+    GenerateOptions g = constrained(OutputConstraint::Kind::json_schema, schema.dump(), 50 + i);
+    g.max_tokens = 200;
+    reqs.push_back(e->prepare(Prompt{std::string("List:")}, g));
+  }
+  auto streams = e->submit(reqs);
+  for (auto& st : streams) {
+    RequestStream::Event ev;
+    do ASSERT_TRUE(st->next(ev, 600000));
+    while (!ev.done);
+    ASSERT_EQ(ev.result.finish_reason, FinishReason::stop) << ev.result.error;
+    json v;
+    ASSERT_NO_THROW(v = json::parse(ev.result.text)) << ev.result.text;
+    EXPECT_EQ(testing::violation(v, schema), "") << ev.result.text;
+  }
+  EXPECT_GT(e->stats().preemptions, 0);
+}
+
 TEST(StructuredOutput, BadConstraintsAreRequestErrorsNamingTheField) {
   GenerateOptions g = constrained(OutputConstraint::Kind::json_schema, R"({"type":"strin"})", 1);
   try {
