@@ -1,7 +1,7 @@
 # The engine's libraries, one per layer (docs/ARCHITECTURE.md, "Layers"). Each links only the
 # layers below it, so there is no cycle; scripts/check-layers.py holds #includes to the same order.
 #
-#   tessera_base          src/core, src/io, src/quant, src/tokenizer, src/chat
+#   tessera_base          src/core, src/io, src/quant, src/tokenizer, src/chat, src/grammar
 #   tessera_backend       src/backend/*.cpp: the compute interface        -> base
 #   tessera_backend_cpu   src/backend/cpu                                 -> backend
 #   tessera_backend_cuda  src/backend/cuda (cmake/cuda.cmake, optional)   -> backend
@@ -31,7 +31,7 @@ find_package(OpenMP REQUIRED COMPONENTS CXX)
 
 # Every layer includes through the same two roots ("core/check.h", "tessera/engine.h"), so the
 # include directories cannot tell layers apart; scripts/check-layers.py does.
-tessera_glob(TESSERA_BASE_SOURCES core io quant tokenizer chat)
+tessera_glob(TESSERA_BASE_SOURCES core io quant tokenizer chat grammar)
 add_library(tessera_base STATIC ${TESSERA_BASE_SOURCES})
 target_include_directories(tessera_base PUBLIC ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/src)
 # utf8proc and simdjson are PUBLIC: tokenizer headers (json_util.h) and tests use them directly.

@@ -27,6 +27,7 @@ LAYERS = {
     "src/quant": "quant",
     "src/tokenizer": "tokenizer",
     "src/chat": "chat",
+    "src/grammar": "grammar",
     "src/backend": "backend",
     "src/backend/cpu": "backend/cpu",
     "src/backend/cuda": "backend/cuda",
@@ -48,11 +49,13 @@ ALLOWED = {
     # The tokenizer reads a GGUF file's tokenizer.ggml.* metadata (tokenizer/gguf_tokenizer.cpp).
     "tokenizer": ["core", "public", "src/io/gguf.h"],
     "chat": ["core", "public"],
+    "grammar": ["core", "public"],
     "backend": ["core", "public"],
     "backend/cpu": ["backend", "quant", "core", "public"],
     "backend/cuda": ["backend", "quant", "core", "public"],
     "models": ["backend", "io", "quant", "core", "public"],
-    "engine": ["models", "backend", "io", "quant", "tokenizer", "chat", "core", "public"],
+    "engine": ["models", "backend", "io", "quant", "tokenizer", "chat", "grammar", "core",
+               "public"],
     "server": ["core", "public"],
     "capi": ["public"],
     # The CLI: the public API, the developer API of its developer commands, and the server.

@@ -30,6 +30,8 @@ type config struct {
 	noNormalize      bool
 	dimensions       int
 	promptName       string
+	constraintKind   string // structured output: "json_object", "json_schema", "regex", "grammar"
+	constraint       string
 }
 
 func generateConfig(opts []Option) config {
@@ -89,6 +91,27 @@ func WithPresencePenalty(p float64) Option { return func(c *config) { c.presence
 // WithFrequencyPenalty: see WithPresencePenalty.
 func WithFrequencyPenalty(p float64) Option { return func(c *config) { c.frequencyPenalty = p } }
 
+// WithJSONSchema constrains the output to JSON valid under the schema (JSON text; OpenAI's strict
+// subset, docs/GRAMMAR.md). A bad schema is the call's error, naming what is wrong.
+func WithJSONSchema(schema string) Option {
+	return func(c *config) { c.constraintKind, c.constraint = "json_schema", schema }
+}
+
+// WithJSONObject constrains the output to a JSON object.
+func WithJSONObject() Option {
+	return func(c *config) { c.constraintKind, c.constraint = "json_object", "" }
+}
+
+// WithRegex constrains the output to match the regular expression in full.
+func WithRegex(re string) Option {
+	return func(c *config) { c.constraintKind, c.constraint = "regex", re }
+}
+
+// WithGrammar constrains the output to a GBNF grammar (llama.cpp's format; start rule "root").
+func WithGrammar(gbnf string) Option {
+	return func(c *config) { c.constraintKind, c.constraint = "grammar", gbnf }
+}
+
 // WithIgnoreEOS generates exactly the maximum number of tokens (benchmarks).
 func WithIgnoreEOS() Option { return func(c *config) { c.ignoreEOS = true } }
 
@@ -126,6 +149,10 @@ func (c *config) generateOptions(a *cArena, cancel *C.tessera_cancel) C.tessera_
 	o.ignore_eos = cBool(c.ignoreEOS)
 	o.add_special_tokens = cBool(c.addSpecial)
 	o.cancel = cancel
+	if c.constraintKind != "" {
+		o.constraint_kind = a.str(c.constraintKind)
+		o.constraint = a.str(c.constraint)
+	}
 	return o
 }
 

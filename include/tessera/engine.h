@@ -57,6 +57,17 @@ struct SamplingOptions {
   int top_logprobs = 0;             // and the N most likely alternatives (0..20)
 };
 
+// Structured output: the generated text must match (docs/GRAMMAR.md). Tokens that cannot
+// continue a match are masked while sampling; EOS is allowed only once the text is a complete
+// match, and generation stops by itself when nothing more may follow.
+struct OutputConstraint {
+  enum class Kind { none, json_object, json_schema, regex, choice, grammar };
+  Kind kind = Kind::none;
+  std::string text;                  // json_schema: the schema (JSON); regex; grammar: GBNF
+  std::vector<std::string> choices;  // choice: the text is exactly one of these
+  std::string field;  // the request field it came from, for errors ("response_format")
+};
+
 struct GenerateOptions {
   SamplingOptions sampling;
   int max_tokens = 256;  // > 0; with the prompt, within the context length
@@ -68,6 +79,7 @@ struct GenerateOptions {
   std::vector<int32_t> stop_token_ids;  // in addition to the model's EOS set
   bool ignore_eos = false;              // benchmarks: generate exactly max_tokens
   bool add_special_tokens = true;       // text prompts: add BOS as Hugging Face does
+  OutputConstraint constraint;          // none: free text
 };
 
 struct TokenLogprob {

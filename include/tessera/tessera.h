@@ -76,6 +76,11 @@ typedef struct {
   int32_t ignore_eos;
   int32_t add_special_tokens; /* text prompts: add BOS as Hugging Face does (default 1) */
   tessera_cancel* cancel;     /* NULL: only the token callback (or freeing a stream) cancels */
+  /* Structured output (docs/GRAMMAR.md): constraint_kind "json_object", "json_schema" (constraint:
+   * the schema as JSON), "regex" (constraint: the pattern, matched in full) or "grammar"
+   * (constraint: GBNF); NULL: free text. A bad constraint is TESSERA_INVALID_ARGUMENT naming it. */
+  const char* constraint_kind;
+  const char* constraint;
 } tessera_generate_options;
 
 typedef struct {

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/check.h"
 #include "tessera/error.h"
 
 namespace tessera {
@@ -44,6 +45,17 @@ bool ComputeBackend::linear_parts(Tensor x, const Weight& w, const Tensor* bias,
     col += p->rows;
   }
   return true;
+}
+
+void ComputeBackend::mask_logits(Tensor logits, std::span<const LogitMask> masks) {
+  TS_ASSERT(logits.dtype == DType::f32);
+  std::vector<float> row(static_cast<size_t>(logits.cols));
+  for (const LogitMask& m : masks) {
+    char* at = static_cast<char*>(logits.data) + m.row * logits.row_bytes();
+    copy_to_host(row.data(), at, row.size() * sizeof(float));
+    apply_logit_mask(row.data(), logits.cols, m);
+    copy_to_device(at, row.data(), row.size() * sizeof(float));
+  }
 }
 
 void ComputeBackend::sample_async(Tensor logits, const SampleBatch& batch,

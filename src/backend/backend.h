@@ -10,8 +10,10 @@
 // - qkv rows hold the heads of q, then k, then v: [T, (nh + 2 nkv) * hd].
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -272,6 +274,41 @@ struct SampleBatch {
   std::vector<int32_t> suppress_ids;
 };
 
+// A logits row's allowed tokens (structured output, docs/GRAMMAR.md): bit c of `allow` (64 ids
+// per word) set, or c listed in `also` (EOS once the grammar is complete).
+struct LogitMask {
+  int row = 0;
+  const uint64_t* allow = nullptr;
+  std::span<const int32_t> also;
+};
+
+// One row (cols f32 logits) masked in host memory: what every backend's mask_logits computes.
+inline void apply_logit_mask(float* row, int64_t cols, const LogitMask& m) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  // The `also` ids' logits survive the mask (EOS: a handful of ids, user stop ids maybe more).
+  float small[16];
+  std::vector<float> large;
+  float* kept = small;
+  if (m.also.size() > 16) large.resize(m.also.size()), kept = large.data();
+  for (size_t i = 0; i < m.also.size(); ++i)
+    kept[i] = m.also[i] >= 0 && m.also[i] < cols ? row[m.also[i]] : kNegInf;
+  const int64_t full = cols / 64;
+  for (int64_t w = 0; w < full; ++w) {
+    const uint64_t bits = m.allow[w];
+    if (bits == ~uint64_t{0}) continue;  // all allowed: most words inside a JSON string
+    float* x = row + w * 64;
+    if (bits == 0) {  // none: most words elsewhere
+      std::fill(x, x + 64, kNegInf);
+      continue;
+    }
+    for (int b = 0; b < 64; ++b) x[b] = (bits >> b) & 1 ? x[b] : kNegInf;  // branchless: a blend
+  }
+  for (int64_t c = full * 64; c < cols; ++c)
+    if (!((m.allow[full] >> (c - full * 64)) & 1)) row[c] = kNegInf;
+  for (size_t i = 0; i < m.also.size(); ++i)
+    if (m.also[i] >= 0 && m.also[i] < cols) row[m.also[i]] = kept[i];
+}
+
 struct SampleOutput {
   std::vector<int32_t> ids;         // [R]
   std::vector<float> logprobs;      // [R] the chosen token's (when any row asks)
@@ -430,6 +467,9 @@ class ComputeBackend {
   // Picks one token per logits row (the sampler chain, see SampleParams) and fills `out` in
   // host memory; only ids and the requested logprobs leave the device.
   virtual void sample(Tensor logits, const SampleBatch& batch, SampleOutput& out) = 0;
+  // Sets every disallowed logit of the listed rows (f32) to -inf, in place, before sampling; the
+  // rows not listed are not touched. The default brings each row to the host and back.
+  virtual void mask_logits(Tensor logits, std::span<const LogitMask> masks);
 
   // The same sampler, split for a pipelined scheduler (vLLM's async scheduling): sample_async()
   // issues it and may return before it has run; its ids stay on the device, where the next

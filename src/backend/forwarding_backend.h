@@ -104,6 +104,9 @@ class ForwardingBackend : public ComputeBackend {
     in_->sample_async(logits, b, ids);
   }
   void sample_wait(SampleOutput& out) override { in_->sample_wait(out); }
+  void mask_logits(Tensor logits, std::span<const LogitMask> m) override {
+    in_->mask_logits(logits, m);
+  }
 
  private:
   std::unique_ptr<ComputeBackend> in_;

@@ -109,6 +109,22 @@ GenerateOptions to_options(const tessera_generate_options* o) {
   g.stop_token_ids.assign(o->stop_token_ids, o->stop_token_ids + o->n_stop_token_ids);
   g.ignore_eos = o->ignore_eos != 0;
   g.add_special_tokens = o->add_special_tokens != 0;
+  if (o->constraint_kind) {
+    const std::string k = o->constraint_kind;
+    using K = OutputConstraint::Kind;
+    g.constraint.kind = k == "json_object"   ? K::json_object
+                        : k == "json_schema" ? K::json_schema
+                        : k == "regex"       ? K::regex
+                        : k == "grammar"     ? K::grammar
+                                             : K::none;
+    if (g.constraint.kind == K::none)
+      fail_arg("constraint_kind must be json_object, json_schema, regex or grammar (got '" + k +
+               "')");
+    if (g.constraint.kind != K::json_object && !o->constraint)
+      fail_arg("constraint is NULL but constraint_kind is " + k);
+    if (o->constraint) g.constraint.text = o->constraint;
+    g.constraint.field = "constraint";
+  }
   return g;
 }
 

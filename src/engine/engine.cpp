@@ -14,6 +14,7 @@
 #include "core/check.h"
 #include "engine/batch_builder.h"
 #include "engine/classify_output.h"
+#include "engine/constraints.h"
 #include "engine/embed_output.h"
 #include "engine/engine_policy.h"
 #include "engine/kv_pool.h"
@@ -62,6 +63,7 @@ class EngineImpl final : public Engine {
     const bool gpu = backend_->device() == Device::cuda;
     if (o.memory_limit) memory_tracker(backend_->device()).set_limit(o.memory_limit);
     load_files(o);
+    constraints_ = std::make_unique<ConstraintCache>(tokenizer_.get(), info().vocab_size);
     eos_ = find_eos_set();
     context_ = context_length_for(o.context_length, info().max_position_embeddings, gpu);
     SchedulerOptions so;
@@ -86,6 +88,7 @@ class EngineImpl final : public Engine {
   void validate(const SamplingOptions& s) const override { validate_sampling_options(s); }
   void validate(const GenerateOptions& g) const override {
     check_generate_options(g, context_, info().vocab_size);
+    if (g.constraint.kind != OutputConstraint::Kind::none) constraints_->get(g.constraint);
   }
 
   PreparedRequest prepare(const Prompt& prompt, const GenerateOptions& g) const override {
@@ -360,9 +363,19 @@ class EngineImpl final : public Engine {
   RequestSpec make_spec(PreparedRequest req, TokenCallback cb, const CancelToken& cancel) const {
     auto shared = std::make_shared<RequestShared>();
     shared->cancel = cancel;
-    return generate_request(std::move(req.prompt), req.options, std::move(req.stop_ids),
-                            tokenizer_ ? std::make_unique<DetokenizerStream>(*tokenizer_) : nullptr,
-                            std::move(cb), token_text_fn(), std::move(shared));
+    const OutputConstraint c = req.options.constraint;
+    RequestSpec spec =
+        generate_request(std::move(req.prompt), req.options, std::move(req.stop_ids),
+                         tokenizer_ ? std::make_unique<DetokenizerStream>(*tokenizer_) : nullptr,
+                         std::move(cb), token_text_fn(), std::move(shared));
+    if (c.kind != OutputConstraint::Kind::none) {
+      try {  // compiled by prepare() already: a cache hit unless evicted since
+        spec.grammar = constraints_->get(c);
+      } catch (const Error& e) {
+        spec.error = e.what();
+      }
+    }
+    return spec;
   }
 
   // A request that fails on its own input, without reaching the scheduler.
@@ -576,6 +589,7 @@ class EngineImpl final : public Engine {
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ChatTemplate> chat_template_;
   StPipeline st_;
+  std::unique_ptr<ConstraintCache> constraints_;
   nlohmann::ordered_json template_context_ = nlohmann::ordered_json::object();  // bos_token, ...
   std::vector<int32_t> eos_;
   int context_ = 0;

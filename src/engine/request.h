@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "grammar/token_mask.h"
 #include "tessera/engine.h"
 
 namespace tessera {
@@ -65,6 +66,11 @@ struct RequestSpec {
   // (its pick never enters the cache).
   int positions_after_prompt = 0;
   std::vector<int32_t> stop_ids;
+  // Structured output: the compiled constraint its sampled tokens must follow (null: none). The
+  // scheduler masks each pick to the tokens the grammar allows, EOS (stop_ids) only once the
+  // output is complete, and ends the request when nothing more may follow.
+  std::shared_ptr<grammar::TokenGrammar> grammar;
+  std::string error;  // non-empty: the request fails at admission with this message
   std::unique_ptr<RequestOutput> output;
   std::shared_ptr<RequestShared> shared;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <random>
 
 #include "core/check.h"
@@ -9,6 +10,7 @@
 #include "engine/output_processor.h"
 #include "engine/prefix_cache.h"
 #include "engine/sample_packing.h"
+#include "engine/sequence_grammar.h"
 
 namespace tessera {
 
@@ -32,6 +34,7 @@ struct Scheduler::Sequence {
   PenaltyHistory history;
   uint64_t seed = 0, sample_step = 0;
   int64_t admit_order = -1;
+  std::optional<SequenceGrammar> grammar;  // structured output: spec.grammar's state
   int cached_prompt = 0;
   bool started = false;
   Clock::time_point t_submit, t_admit, t_first, t_end;
@@ -48,7 +51,8 @@ struct Scheduler::Sequence {
            static_cast<int>(tokens.size()) + 1 >= context_length;
   }
   bool plain_greedy_now() const {
-    return plain_greedy_next(spec.sampling, generated, spec.min_tokens, !spec.stop_ids.empty());
+    return !grammar &&
+           plain_greedy_next(spec.sampling, generated, spec.min_tokens, !spec.stop_ids.empty());
   }
 };
 
@@ -146,6 +150,11 @@ void Scheduler::admit_new() {
                       : std::random_device{}() ^
                             static_cast<uint64_t>(Clock::now().time_since_epoch().count());
     s->history = PenaltyHistory(so, s->tokens);
+    if (s->spec.grammar) s->grammar.emplace(s->spec.grammar);
+    if (!s->spec.error.empty()) {
+      finish(*s, FinishReason::error, s->spec.error);
+      continue;
+    }
     // Requests that can never run fail at once.
     const std::string why =
         admission_error(s->prompt_len, s->prompt_len + s->spec.positions_after_prompt,
@@ -223,8 +232,25 @@ void Scheduler::on_sampled(Sequence& s, int32_t id, const SampleOutput& out, int
   }
   if (t.finish)
     finish(s, *t.finish);
+  else if (s.grammar && !grammar_take(s, id))
+    return;
   else if (static_cast<int>(s.tokens.size()) >= opts_.context_length)
     finish(s, FinishReason::length);
+}
+
+bool Scheduler::grammar_take(Sequence& s, int32_t id) {
+  std::string error;
+  switch (s.grammar->take(id, error)) {
+    case SequenceGrammar::Next::more:
+      return true;
+    case SequenceGrammar::Next::complete:  // nothing may follow: done
+      finish(s, FinishReason::stop);
+      return false;
+    case SequenceGrammar::Next::error:
+      finish(s, FinishReason::error, error);
+      return false;
+  }
+  return false;
 }
 
 // The planner's view of the scheduler's sequences: ids [0, R) are running_[id] and [R, ...) are
@@ -426,6 +452,8 @@ void Scheduler::run_batch() {
 void Scheduler::sample(const ForwardOutput& fo) {
   sampled_.clear();
   clear(sb_);
+  masks_.clear();
+  mask_refs_.clear();
   for (size_t i = 0; i < batch_.size(); ++i) {
     Sequence& s = *batch_[i].seq;
     if (s.spec.shared->done) {
@@ -435,6 +463,17 @@ void Scheduler::sample(const ForwardOutput& fo) {
     }
     register_blocks(s);
     if (!entries_[i].logits_last) continue;
+    if (s.grammar) {  // structured output: this row's mask
+      LogitMask m;
+      m.row = static_cast<int>(sampled_.size());
+      std::string error;
+      if (!s.grammar->mask(m, s.spec.stop_ids, mask_refs_, error)) {
+        finish(s, FinishReason::error, error);  // this request only: the others sample
+        pack_unused_row(sb_), sampled_.push_back(nullptr);
+        continue;
+      }
+      masks_.push_back(m);
+    }
     sampled_.push_back(&s);
     SampleRequest r;
     r.options = &s.spec.sampling;
@@ -449,8 +488,10 @@ void Scheduler::sample(const ForwardOutput& fo) {
   Tensor rows = logits.rows_from(0, static_cast<int64_t>(sampled_.size()));
   // The forward's greedy ids serve only if every row still samples plainly (a row's state can
   // change with the ids collected since, e.g. min_tokens reached).
-  bool greedy = fo.greedy_ids != nullptr;
+  bool greedy = fo.greedy_ids != nullptr && masks_.empty();
   for (const SampleParams& p : sb_.rows) greedy = greedy && plain_greedy(p);
+  // Constrained rows, masked in place while the forward's logits are still this step's.
+  if (!masks_.empty()) model_.backend().mask_logits(rows, masks_);
   model_.backend().sample_async(rows, sb_, greedy ? fo.greedy_ids : nullptr);
   sample_pending_ = true;
   for (size_t r = 0; r < sampled_.size(); ++r) {

@@ -88,6 +88,8 @@ class Scheduler {
   void finish(Sequence& s, FinishReason why, const std::string& error = "");
   void preempt(Sequence& s);
   void on_sampled(Sequence& s, int32_t id, const SampleOutput& out, int row);
+  // Structured output: follows the grammar with the id taken (false: the request was finished).
+  bool grammar_take(Sequence& s, int32_t id);
   void fill_metrics(Sequence& s, Metrics& m);
   // Waits for the outstanding sample and hands its ids to their sequences.
   void collect();
@@ -119,6 +121,8 @@ class Scheduler {
   std::vector<BatchEntry> entries_;
   std::vector<Sequence*> sampled_;  // per sampler row; null: a finished sequence's row
   SampleBatch sb_;
+  std::vector<LogitMask> masks_;  // this step's constrained rows
+  std::vector<std::shared_ptr<const grammar::TokenMask>> mask_refs_;  // what masks_ points into
   // The sample issued by the last step and not yet waited for: its rows' sequences.
   struct Outstanding {
     Sequence* seq;

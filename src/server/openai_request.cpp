@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "server/api_error.h"
+#include "server/response_format.h"
 
 namespace tessera::server {
 
@@ -114,14 +115,6 @@ void refuse_unsupported(const Fields& f, const json& body) {
     if (f.has(k) && !(body[k].is_array() && body[k].empty()))
       bad_request("'" + std::string(k) + "' (tool calling) is not supported by this server", k,
                   "unsupported_parameter");
-  if (f.has("response_format")) {
-    const json& rf = body["response_format"];
-    if (!rf.is_object()) wrong_type("response_format", "an object", rf);
-    if (!rf.contains("type") || rf["type"] != "text")
-      bad_request(
-          "'response_format' other than {\"type\": \"text\"} is not supported by this server",
-          "response_format", "unsupported_parameter");
-  }
 }
 
 std::string model_field(const Fields& f) {
@@ -234,6 +227,7 @@ void parse_generation(const Fields& f, const json& body, GenerateOptions& g) {
   }
   if (f.has("min_tokens")) g.min_tokens = static_cast<int>(f.integer("min_tokens"));
   if (f.has("ignore_eos")) g.ignore_eos = f.boolean("ignore_eos");
+  parse_output_constraint(body, g.constraint);  // response_format and its kin
 }
 
 void parse_stream(const Fields& f, const json& body, bool& stream, bool& include_usage) {
@@ -260,6 +254,11 @@ int parse_n(const Fields& f) {
 // Content: a string, or a list of parts of which only {"type": "text"} ones are supported.
 std::string message_content(const json& m, size_t i, const std::string& role) {
   const std::string param = "messages[" + std::to_string(i) + "].content";
+  // Refused rather than dropped from the prompt: tool calling is not implemented yet (#34).
+  if (auto tc = m.find("tool_calls"); tc != m.end() && !tc->is_null() && !tc->empty())
+    bad_request("'messages[" + std::to_string(i) +
+                    "].tool_calls' (tool calling) is not supported by this server",
+                "messages[" + std::to_string(i) + "].tool_calls", "unsupported_parameter");
   auto it = m.find("content");
   if (it == m.end() || it->is_null()) {
     if (role == "assistant") return "";  // an assistant turn that only called tools

@@ -181,15 +181,57 @@ TEST(OpenAIRequest, BadChatRequests) {
       {{{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"logprobs", 1}}, "logprobs"},
       {{{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"tools", {{{"type", "function"}}}}},
        "tools"},
-      {{{"messages", {{{"role", "user"}, {"content", "x"}}}},
-        {"response_format", {{"type", "json_object"}}}},
+      {{{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"response_format", "json"}},
        "response_format"},
+      {{{"messages",
+         {{{"role", "user"}, {"content", "x"}},
+          {{"role", "assistant"},
+           {"tool_calls",
+            {{{"id", "c1"}, {"type", "function"}, {"function", {{"name", "f"}}}}}}}}}},
+       "messages[1].tool_calls"},
+      {{{"messages", {{{"role", "user"}, {"content", "x"}}}},
+        {"response_format", {{"type", "xml"}}}},
+       "response_format.type"},
+      {{{"messages", {{{"role", "user"}, {"content", "x"}}}},
+        {"response_format", {{"type", "json_schema"}}}},
+       "response_format.json_schema"},
+      {{{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"guided_choice", json::array()}},
+       "guided_choice"},
+      {{{"messages", {{{"role", "user"}, {"content", "x"}}}},
+        {"response_format", {{"type", "json_object"}}},
+        {"guided_regex", "a+"}},
+       "guided_regex"},
   };
   for (const auto& [body, param] : cases) {
     ApiError e = error_of([&] { parse_chat_request(body); });
     EXPECT_EQ(e.status, 400) << body.dump();
     EXPECT_EQ(e.param, param) << body.dump() << " -> " << e.what();
   }
+}
+
+TEST(OpenAIRequest, StructuredOutputFields) {
+  const json msgs = {{{"role", "user"}, {"content", "x"}}};
+  auto r = parse_chat_request(json{
+      {"messages", msgs},
+      {"response_format",
+       {{"type", "json_schema"},
+        {"json_schema", {{"name", "n"}, {"strict", true}, {"schema", {{"type", "integer"}}}}}}}});
+  EXPECT_EQ(r.gen.constraint.kind, OutputConstraint::Kind::json_schema);
+  EXPECT_EQ(json::parse(r.gen.constraint.text), (json{{"type", "integer"}}));
+  EXPECT_EQ(r.gen.constraint.field, "response_format.json_schema.schema");
+  r = parse_chat_request(json{{"messages", msgs}, {"response_format", {{"type", "text"}}}});
+  EXPECT_EQ(r.gen.constraint.kind, OutputConstraint::Kind::none);
+  r = parse_chat_request(json{{"messages", msgs}, {"response_format", {{"type", "json_object"}}}});
+  EXPECT_EQ(r.gen.constraint.kind, OutputConstraint::Kind::json_object);
+  auto c = parse_completion_request(
+      json{{"prompt", "x"}, {"structured_outputs", {{"choice", {"a", "b"}}}}});
+  EXPECT_EQ(c.gen.constraint.kind, OutputConstraint::Kind::choice);
+  EXPECT_EQ(c.gen.constraint.choices, (std::vector<std::string>{"a", "b"}));
+  c = parse_completion_request(json{{"prompt", "x"}, {"guided_regex", "[0-9]+"}});
+  EXPECT_EQ(c.gen.constraint.kind, OutputConstraint::Kind::regex);
+  EXPECT_EQ(c.gen.constraint.field, "guided_regex");
+  c = parse_completion_request(json{{"prompt", "x"}, {"grammar", "root ::= \"a\""}});
+  EXPECT_EQ(c.gen.constraint.kind, OutputConstraint::Kind::grammar);
 }
 
 TEST(OpenAIRequest, JsonBody) {

@@ -2,7 +2,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "engine/dev_api.h"
 
@@ -104,7 +106,50 @@ void add_generate_options(CLI::App* cmd, GenerateArgs& a) {
   cmd->add_option("--min-tokens", a.min_tokens, "EOS is suppressed until this many are generated");
   cmd->add_option("--stop", a.stop, "stop string (repeatable); not included in the output");
   cmd->add_flag("--ignore-eos", a.ignore_eos, "generate exactly --max-tokens");
+  cmd->add_option("--json-schema", a.json_schema_file,
+                  "constrain the output to JSON valid under the schema in FILE");
+  cmd->add_flag("--json-object", a.json_object, "constrain the output to a JSON object");
+  cmd->add_option("--grammar", a.grammar_file, "constrain the output to the GBNF grammar in FILE");
+  cmd->add_option("--regex", a.regex, "constrain the output to match the regex in full");
+  cmd->add_option("--choice", a.choices, "constrain the output to one of these (repeatable)");
 }
+
+namespace {
+
+std::string read_text_file(const std::string& path, const char* option) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail_arg(std::string(option) + ": cannot read '" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The one constraint the flags ask for; its text is checked when the request is prepared.
+OutputConstraint to_constraint(const GenerateArgs& a) {
+  std::vector<OutputConstraint> set;
+  auto add = [&](OutputConstraint::Kind k, const char* flag, std::string text) {
+    OutputConstraint c;
+    c.kind = k;
+    c.field = flag;
+    c.text = std::move(text);
+    set.push_back(std::move(c));
+  };
+  if (!a.json_schema_file.empty())
+    add(OutputConstraint::Kind::json_schema, "--json-schema",
+        read_text_file(a.json_schema_file, "--json-schema"));
+  if (a.json_object) add(OutputConstraint::Kind::json_object, "--json-object", "");
+  if (!a.grammar_file.empty())
+    add(OutputConstraint::Kind::grammar, "--grammar", read_text_file(a.grammar_file, "--grammar"));
+  if (!a.regex.empty()) add(OutputConstraint::Kind::regex, "--regex", a.regex);
+  if (!a.choices.empty()) {
+    add(OutputConstraint::Kind::choice, "--choice", "");
+    set.back().choices = a.choices;
+  }
+  if (set.size() > 1) fail_arg(set[0].field + " and " + set[1].field + " cannot be given together");
+  return set.empty() ? OutputConstraint{} : set[0];
+}
+
+}  // namespace
 
 GenerateOptions to_generate(const GenerateArgs& a) {
   GenerateOptions g;
@@ -120,6 +165,7 @@ GenerateOptions to_generate(const GenerateArgs& a) {
   g.min_tokens = a.min_tokens;
   g.stop = a.stop;
   g.ignore_eos = a.ignore_eos;
+  g.constraint = to_constraint(a);
   return g;
 }
 

@@ -42,6 +42,10 @@ struct GenerateArgs {
   int max_tokens = 256, min_tokens = 0;
   std::vector<std::string> stop;
   bool ignore_eos = false;
+  // Structured output (docs/GRAMMAR.md): at most one of them.
+  std::string json_schema_file, grammar_file, regex;
+  bool json_object = false;
+  std::vector<std::string> choices;
 };
 void add_generate_options(CLI::App* cmd, GenerateArgs& a);
 // Checks the flags before a model loads, in the flags' names; Engine::prepare checks the request

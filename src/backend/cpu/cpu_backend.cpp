@@ -9,6 +9,7 @@
 #include "backend/cpu/cpu_kernels.h"
 #include "backend/cpu/quant_weight.h"
 #include "core/check.h"
+#include "core/thread_pool.h"
 
 namespace tessera {
 namespace {
@@ -186,6 +187,14 @@ class CpuBackend final : public ComputeBackend {
   void argmax_rows(Tensor logits, int32_t* ids) override { cpu::argmax_rows(logits, ids); }
   void sample(Tensor logits, const SampleBatch& batch, SampleOutput& out) override {
     cpu::sample(logits, batch, out);
+  }
+  // In place: the logits are host memory here.
+  void mask_logits(Tensor logits, std::span<const LogitMask> masks) override {
+    ThreadPool::global().parallel_for(static_cast<int64_t>(masks.size()), [&](int64_t m0,
+                                                                              int64_t m1, int) {
+      for (int64_t i = m0; i < m1; ++i)
+        apply_logit_mask(logits.ptr<float>() + masks[i].row * logits.stride, logits.cols, masks[i]);
+    });
   }
 
  private:
