@@ -12,6 +12,14 @@ namespace {
 constexpr int kMaxCallDepth = 64;      // macro recursion
 constexpr int kMaxEvalDepth = 2000;    // nested statements + expressions, all macro levels
 constexpr int64_t kMaxRange = 100000;  // jinja2.sandbox.MAX_RANGE
+// A render's work budget (issue #29): the depth and range limits bound one loop, not loops
+// nested in loops (100000^3 iterations) nor a string doubled in a loop (2^k bytes), which ran
+// for minutes or took gigabytes. Real chat templates take a few thousand steps per message and
+// build about their output's size in strings; these leave room for conversations of thousands
+// of long messages.
+constexpr int64_t kMaxSteps = int64_t{1} << 23;          // statements + expressions evaluated
+constexpr uint64_t kMaxStringBytes = uint64_t{1} << 28;  // bytes of all strings evaluated
+constexpr size_t kMaxOutputBytes = size_t{1} << 26;      // one output buffer
 
 struct Frame {
   std::vector<std::pair<std::string, Value>> vars;
@@ -176,6 +184,11 @@ class Interp {
         --in.nest_;
         throw RuntimeError("template nesting too deep at run time");
       }
+      if (++in.steps_ > kMaxSteps) {
+        --in.nest_;
+        throw RuntimeError("the template ran past its work budget of " + std::to_string(kMaxSteps) +
+                           " steps (loops nested too deeply?)");
+      }
     }
     ~Nest() { --in.nest_; }
     Interp& in;
@@ -187,9 +200,11 @@ class Interp {
     switch (s.kind) {
       case SK::Output:
         out += s.text;
+        check_output(out);
         return Flow::Normal;
       case SK::Emit:
         out += py_str(eval(*s.expr));
+        check_output(out);
         return Flow::Normal;
       case SK::If:
         for (const auto& [cond, body] : s.branches) {
@@ -376,7 +391,22 @@ class Interp {
     return apply_filter(e.name, operand, a);
   }
 
+  static void check_output(const std::string& out) {
+    if (out.size() > kMaxOutputBytes)
+      throw RuntimeError("the template's output passed its limit of " +
+                         std::to_string(kMaxOutputBytes) + " bytes");
+  }
+
+  // Every value evaluated: a string's bytes count against the render's budget.
   Value eval(const Expr& e) {
+    Value v = eval_node(e);
+    if (v.is_string() && (string_bytes_ += v.s.size()) > kMaxStringBytes)
+      throw RuntimeError("the template built more than " + std::to_string(kMaxStringBytes) +
+                         " bytes of strings (a string doubled in a loop?)");
+    return v;
+  }
+
+  Value eval_node(const Expr& e) {
     Nest nest(*this);
     switch (e.kind) {
       case EK::Literal:
@@ -475,6 +505,8 @@ class Interp {
   int depth_ = 0;
   int nest_ = 0;
   int line_ = 0;
+  int64_t steps_ = 0;
+  uint64_t string_bytes_ = 0;
 };
 
 }  // namespace

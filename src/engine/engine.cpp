@@ -145,6 +145,7 @@ class EngineImpl final : public Engine {
     // apply_chat_template(tokenize=True) encodes without adding any.
     std::vector<int32_t> ids = tokenizer_->encode(text, /*add_special_tokens=*/false);
     if (ids.empty()) throw RequestError("messages", "the messages render to an empty prompt");
+    check_tokenized_ids(ids, info().vocab_size, "messages", *tokenizer_);
     GenerateOptions as_used = g;
     as_used.add_special_tokens = false;
     return prepare_checked(std::move(ids), as_used, "messages");
@@ -319,6 +320,7 @@ class EngineImpl final : public Engine {
           "prompt", "this model directory has no tokenizer.json: pass token ids instead of text");
     auto ids = tokenizer_->encode(std::get<std::string>(p), add_special);
     if (ids.empty()) throw RequestError("prompt", "the prompt is empty");
+    check_tokenized_ids(ids, info().vocab_size, "prompt", *tokenizer_);
     return ids;
   }
 
