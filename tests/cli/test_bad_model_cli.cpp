@@ -102,6 +102,14 @@ TEST(BadModelCli, DeeplyNestedJsonIsRefusedBeforeParsing) {
   expect_refused(info(dir2),
                  "extra.safetensors: the safetensors header: JSON nested deeper than 128 levels");
 
+  // The tokenizer's files, read with simdjson: the same limit.
+  for (const std::string file : {"tokenizer.json", "tokenizer_config.json"}) {
+    const std::string dir4 = micro_dir("bm_deep_tok");
+    write_text(dir4 + "/" + file, "{\"a\": " + std::string(100000, '[') + "}");
+    expect_refused("tokenize --tokenizer " + dir4 + " --text ab",
+                   file + ": JSON nested deeper than 128 levels");
+  }
+
   const std::string dir3 = micro_dir("bm_deep_gen");
   write_text(dir3 + "/generation_config.json", std::string(100000, '{'));
   expect_refused(info(dir3), "generation_config.json: JSON nested deeper than 128 levels");
