@@ -207,8 +207,9 @@ int ConfigReader::get_int(const char* key, int dflt) const {
 
 double ConfigReader::get_positive(const char* key) const {
   const double v = get_float(key);
-  // Read into floats by the models: a value past FLT_MAX would become inf there.
-  if (!(v > 0) || !(v <= std::numeric_limits<float>::max()))
+  // Read into floats by the models: a value past FLT_MAX would become inf there, one below the
+  // smallest float (1e-300) 0.
+  if (!(static_cast<float>(v) > 0) || !(v <= std::numeric_limits<float>::max()))
     bad(key, "must be a finite number > 0 (got " + j[key].dump() + ")");
   return v;
 }

@@ -58,6 +58,7 @@ TEST(BadModelCli, ValuesThatGiveNaNAreRefused) {
   const std::pair<const char*, nlohmann::json> cases[] = {
       {"rms_norm_eps", 0},          {"rms_norm_eps", -1e-6}, {"query_pre_attn_scalar", -8},
       {"query_pre_attn_scalar", 0}, {"rope_theta", 0},       {"rope_local_base_freq", -10000},
+      {"rope_theta", 1e-300},       {"rms_norm_eps", 1e300},  // 0 and inf as floats
   };
   for (const auto& [key, value] : cases) {
     auto c = testing::micro_gemma_config();
