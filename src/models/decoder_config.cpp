@@ -111,17 +111,25 @@ std::vector<int> read_eos_ids(const ModelDir& dir) {
   // generation_config.json's list is what transformers' generate() stops on; config.json's is
   // the fallback when there is none.
   std::vector<int> ids;
-  auto add = [&](const nlohmann::json& j) {
-    if (j.is_number_integer()) {
-      ids.push_back(j.get<int>());
-    } else if (j.is_array()) {
-      for (const auto& e : j)
-        if (e.is_number_integer()) ids.push_back(e.get<int>());
+  auto add = [&](const nlohmann::json& j, const std::string& file) {
+    auto one = [&](const nlohmann::json& e) {  // an id past 32 bits would wrap to a valid one
+      if (!e.is_number_integer()) return;
+      if (e.is_number_unsigned() ? e.get<uint64_t>() > INT32_MAX
+                                 : e.get<int64_t>() < INT32_MIN || e.get<int64_t>() > INT32_MAX)
+        fail_model(file + ": key 'eos_token_id' holds " + e.dump() + ", outside the 32-bit range");
+      ids.push_back(e.get<int>());
+    };
+    if (j.is_array()) {
+      for (const auto& e : j) one(e);
+    } else {
+      one(j);
     }
   };
   if (dir.generation_config().contains("eos_token_id"))
-    add(dir.generation_config()["eos_token_id"]);
-  if (ids.empty() && dir.config().contains("eos_token_id")) add(dir.config()["eos_token_id"]);
+    add(dir.generation_config()["eos_token_id"],
+        dir.gguf() ? dir.config_path() : dir.path() + "/generation_config.json");
+  if (ids.empty() && dir.config().contains("eos_token_id"))
+    add(dir.config()["eos_token_id"], dir.config_path());
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;

@@ -48,6 +48,16 @@ TEST(BadModelCli, IntegersPast32BitsAreRefusedNotTruncated) {
   c["num_hidden_layers"] = INT32_MAX;
   expect_refused(info(testing::write_micro_model("bm_layers_max", c, tensors)),
                  "key 'num_hidden_layers' is 2147483647 but the weights hold 2 layers");
+  // An EOS id past 32 bits wrapped to a valid one.
+  const std::string eos = micro_dir("bm_eos");
+  write_text(eos + "/generation_config.json", R"({"eos_token_id": [1, 4294967297]})");
+  expect_refused(info(eos),
+                 "generation_config.json: key 'eos_token_id' holds 4294967297, "
+                 "outside the 32-bit range");
+  c = testing::micro_gemma_config();
+  c["quantization"] = {{"bits", (int64_t{1} << 32) + 4}, {"group_size", 64}};
+  expect_refused(info(testing::write_micro_model("bm_bits", c, tensors)),
+                 "key 'bits' is 4294967300, outside the 32-bit range");
   c = testing::micro_gemma_config();
   c["vocab_size"] = uint64_t{1} << 63;
   expect_refused(info(testing::write_micro_model("bm_vocab", c, tensors)),
