@@ -479,6 +479,7 @@ class EngineImpl final : public Engine {
     k.in_use = tracker.active();
     k.memory_limit = o.memory_limit;
     k.device_free = backend_->device_free_bytes();
+    k.host_memory = static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
     po.budget_bytes = kv_pool_bytes(k);
     pool_ = std::make_unique<KvPool>(*backend_, model_->kv_spec(), po);
     check_memory_limit(o.memory_limit, tracker.active(), k.activations, info().weight_bytes,

@@ -72,6 +72,9 @@ TEST(BadInputCli, OptionsThatMeantSomethingElse) {
   expect_refused(gen + "--memory-limit 0.5", "--memory-limit: '0.5' is less than one byte");
   expect_refused(gen + "--kv-memory 0.1", "--kv-memory: '0.1' is less than one byte");
   expect_refused(gen + "--memory-limit 1e30G", "--memory-limit: '1e30G' is too large");
+  // Refused before the pool's bookkeeping is sized from it (that took 13 GB and 48 s).
+  expect_refused(gen + "--kv-memory 100000G",
+                 "the requested KV memory (100000.00 GiB) is more than the machine has");
   // A negative seed used to mean "from the clock".
   expect_refused(gen + "--seed -5", "--seed: '-5' is not a seed");
   expect_refused(gen + "--seed 18446744073709551616", "is not a seed");
