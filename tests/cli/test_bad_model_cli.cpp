@@ -126,6 +126,19 @@ TEST(BadModelCli, DeeplyNestedJsonIsRefusedBeforeParsing) {
   expect_refused(info(dir3), "generation_config.json: JSON nested deeper than 128 levels");
 }
 
+TEST(BadModelCli, TokenizerIdsFarPastTheVocabulary) {
+  // tokenizer.json's ids index tables: id 2e9 sized them at 32 GB (a bare std::bad_alloc).
+  const std::string dir = micro_dir("bm_tok_id");
+  const nlohmann::json tok = {{"model",
+                               {{"type", "BPE"},
+                                {"vocab", {{"a", 0}, {"z", 2000000000}}},
+                                {"merges", nlohmann::json::array()}}}};
+  write_text(dir + "/tokenizer.json", tok.dump());
+  expect_refused("tokenize --tokenizer " + dir + " --text az",
+                 "tokenizer.json: model.vocab: token \"z\" has id 2000000000, far past the "
+                 "vocabulary's 2 tokens");
+}
+
 TEST(BadModelCli, ShardsAreRegularFilesInsideTheDirectory) {
   const std::string dir = micro_dir("bm_shard_dir");
   fs::create_directory(dir + "/extra.safetensors");
