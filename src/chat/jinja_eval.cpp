@@ -400,9 +400,7 @@ class Interp {
   // Every value evaluated: a string's bytes count against the render's budget.
   Value eval(const Expr& e) {
     Value v = eval_node(e);
-    if (v.is_string() && (string_bytes_ += v.s.size()) > kMaxStringBytes)
-      throw RuntimeError("the template built more than " + std::to_string(kMaxStringBytes) +
-                         " bytes of strings (a string doubled in a loop?)");
+    if (v.is_string()) charge_bytes(v.s.size());
     return v;
   }
 
@@ -506,12 +504,12 @@ class Interp {
   int nest_ = 0;
   int line_ = 0;
   int64_t steps_ = 0;
-  uint64_t string_bytes_ = 0;
 };
 
 }  // namespace
 
 std::string render_program(const Body& program, const Value& context) {
+  BytesBudget budget(kMaxStringBytes);
   Interp in(context);
   return in.run(program);
 }

@@ -127,6 +127,14 @@ TEST(BadInputCli, TemplatesHaveAWorkBudget) {
                         "", 60);
   EXPECT_EQ(ok.status, 0) << ok.err;
   EXPECT_EQ(ok.out, "hi");
+  // One op whose output outgrows its inputs many times over charges it before building it:
+  // each of these took gigabytes and seconds (the join ended in std::bad_alloc).
+  for (const std::string op :
+       {"('x' * 60000000) | replace('x', 'xxxxxxxxxx')", "'x' | center(2000000000)",
+        "range(100000) | join('x' * 60000000)", "'x' | indent(2000000000)",
+        "('x\\n' * 30000000) | indent(100)", "('ab' * 30000000) | list | length",
+        "'x' * 60000000 + 'x' * 60000000"})
+    expect_refused(run(template_dir("op", "{{ " + op + " }}")), "bytes of strings");
   // The budget leaves room for real templates: Gemma 3's over 20000 messages.
   nlohmann::json many = nlohmann::json::array();
   for (int i = 0; i < 20000; ++i)
