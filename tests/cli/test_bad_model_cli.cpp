@@ -149,6 +149,14 @@ TEST(BadModelCli, ShardsAreRegularFilesInsideTheDirectory) {
   fs::remove(dir2 + "/model.safetensors");
   ASSERT_EQ(::mkfifo((dir2 + "/model.safetensors").c_str(), 0600), 0);
   expect_refused(info(dir2), "model.safetensors: is a named pipe, not a safetensors file");
+  // The directory's JSON files too.
+  const std::string dir4 = micro_dir("bm_config_fifo");
+  fs::remove(dir4 + "/config.json");
+  ASSERT_EQ(::mkfifo((dir4 + "/config.json").c_str(), 0600), 0);
+  expect_refused(info(dir4), "config.json: is a named pipe");
+  const std::string dir5 = micro_dir("bm_gen_dir");
+  fs::create_directory(dir5 + "/generation_config.json");
+  expect_refused(info(dir5), "generation_config.json: is a directory");
 
   for (const std::string shard : {"../outside.safetensors", "/etc/passwd", "a/../../b"}) {
     const std::string dir3 = micro_dir("bm_shard_escape");
