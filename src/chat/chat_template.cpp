@@ -12,6 +12,7 @@
 #include "chat/jinja_lexer.h"
 #include "chat/jinja_parser.h"
 #include "core/check.h"
+#include "core/json_limits.h"
 
 namespace tessera {
 
@@ -65,11 +66,7 @@ std::string read_text(const std::filesystem::path& p) {
 }
 
 nlohmann::ordered_json read_config(const std::filesystem::path& p) {
-  try {
-    return nlohmann::ordered_json::parse(read_text(p));
-  } catch (const nlohmann::json::exception& e) {
-    fail_model(p.string() + ": not valid JSON: " + e.what());
-  }
+  return parse_json<nlohmann::ordered_json>(read_text(p), p.string(), ErrorKind::invalid_model);
 }
 
 }  // namespace

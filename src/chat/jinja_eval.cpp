@@ -12,6 +12,14 @@ namespace {
 constexpr int kMaxCallDepth = 64;      // macro recursion
 constexpr int kMaxEvalDepth = 2000;    // nested statements + expressions, all macro levels
 constexpr int64_t kMaxRange = 100000;  // jinja2.sandbox.MAX_RANGE
+// A render's work budget (issue #29): the depth and range limits bound one loop, not loops
+// nested in loops (100000^3 iterations) nor a string doubled in a loop (2^k bytes), which ran
+// for minutes or took gigabytes. Real chat templates take a few dozen steps per message
+// (Gemma 3's and Qwen 3's about 30: 70000 messages fit) and build about their output's size in
+// strings. A step costs about 1 us: a template that runs out has taken two seconds.
+constexpr int64_t kMaxSteps = int64_t{1} << 21;          // statements + expressions evaluated
+constexpr uint64_t kMaxStringBytes = uint64_t{1} << 28;  // bytes of all strings evaluated
+constexpr size_t kMaxOutputBytes = size_t{1} << 26;      // one output buffer
 
 struct Frame {
   std::vector<std::pair<std::string, Value>> vars;
@@ -176,6 +184,11 @@ class Interp {
         --in.nest_;
         throw RuntimeError("template nesting too deep at run time");
       }
+      if (++in.steps_ > kMaxSteps) {
+        --in.nest_;
+        throw RuntimeError("the template ran past its work budget of " + std::to_string(kMaxSteps) +
+                           " steps (loops nested too deeply?)");
+      }
     }
     ~Nest() { --in.nest_; }
     Interp& in;
@@ -187,9 +200,11 @@ class Interp {
     switch (s.kind) {
       case SK::Output:
         out += s.text;
+        check_output(out);
         return Flow::Normal;
       case SK::Emit:
         out += py_str(eval(*s.expr));
+        check_output(out);
         return Flow::Normal;
       case SK::If:
         for (const auto& [cond, body] : s.branches) {
@@ -376,7 +391,20 @@ class Interp {
     return apply_filter(e.name, operand, a);
   }
 
+  static void check_output(const std::string& out) {
+    if (out.size() > kMaxOutputBytes)
+      throw RuntimeError("the template's output passed its limit of " +
+                         std::to_string(kMaxOutputBytes) + " bytes");
+  }
+
+  // Every value evaluated: a string's bytes count against the render's budget.
   Value eval(const Expr& e) {
+    Value v = eval_node(e);
+    if (v.is_string()) charge_bytes(v.s.size());
+    return v;
+  }
+
+  Value eval_node(const Expr& e) {
     Nest nest(*this);
     switch (e.kind) {
       case EK::Literal:
@@ -475,11 +503,13 @@ class Interp {
   int depth_ = 0;
   int nest_ = 0;
   int line_ = 0;
+  int64_t steps_ = 0;
 };
 
 }  // namespace
 
 std::string render_program(const Body& program, const Value& context) {
+  BytesBudget budget(kMaxStringBytes);
   Interp in(context);
   return in.run(program);
 }

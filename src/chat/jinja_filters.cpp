@@ -238,9 +238,11 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a) {
     Value attribute = a.get(1, "attribute");
     bool first = true;
     for (const auto& x : iterate(v)) {
+      const std::string part = py_str(attr_path(x, attribute));
+      charge_bytes((first ? 0 : sep.size()) + part.size());
       if (!first) out += sep;
       first = false;
-      out += py_str(attr_path(x, attribute));
+      out += part;
     }
     return Value::string(out);
   }
@@ -375,10 +377,14 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a) {
   if (n == "indent") {
     a.check("indent", 3, {"width", "first", "blank"});
     Value w = a.get(0, "width", Value::integer(4));
-    std::string ind =
-        w.is_string() ? w.s : std::string(static_cast<size_t>(std::max<int64_t>(0, w.i)), ' ');
+    const uint64_t width =
+        w.is_string() ? w.s.size() : static_cast<uint64_t>(std::max<int64_t>(0, w.i));
+    const std::string text = py_str(v);
+    // Every line gets the indent: charged before the lines are built.
+    charge_bytes(width * (1 + static_cast<uint64_t>(std::count(text.begin(), text.end(), '\n'))));
+    std::string ind = w.is_string() ? w.s : std::string(static_cast<size_t>(width), ' ');
     CallArgs none;
-    List lines = *get_method(Value::string(py_str(v) + "\n"), "splitlines").fn->fn(none).list;
+    List lines = *get_method(Value::string(text + "\n"), "splitlines").fn->fn(none).list;
     std::string rv;
     if (truthy(a.get(2, "blank", Value::boolean(false)))) {
       for (size_t k = 0; k < lines.size(); ++k) rv += (k ? "\n" + ind : "") + lines[k].s;
@@ -396,6 +402,7 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a) {
     int64_t len = static_cast<int64_t>(utf8_length(s));
     if (width <= len) return Value::string(s);
     int64_t pad = width - len, left = pad / 2 + (pad & width & 1);
+    charge_bytes(static_cast<uint64_t>(pad));
     return Value::string(std::string(static_cast<size_t>(left), ' ') + s +
                          std::string(static_cast<size_t>(pad - left), ' '));
   }

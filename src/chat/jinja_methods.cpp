@@ -82,6 +82,7 @@ std::string replace_all(const std::string& s, const std::string& from, const std
     int64_t done = 0;
     for (size_t k = 0; k <= u.size(); ++k) {
       if (count < 0 || done < count) {
+        charge_bytes(to.size());
         out += to;
         ++done;
       }
@@ -94,6 +95,7 @@ std::string replace_all(const std::string& s, const std::string& from, const std
   while (count < 0 || done < count) {
     size_t j = s.find(from, i);
     if (j == std::string::npos) break;
+    charge_bytes(j - i + to.size());
     out += s.substr(i, j - i) + to;
     i = j + from.size();
     ++done;
@@ -286,6 +288,7 @@ Value str_method(const std::string& s, const std::string& name, CallArgs& a) {
     for (const auto& x : iterate(a.get(0, "iterable"))) {
       if (!x.is_string())
         throw RuntimeError("sequence item: expected str instance, " + type_name(x) + " found");
+      charge_bytes((first ? 0 : s.size()) + x.s.size());
       if (!first) out += s;
       first = false;
       out += x.s;

@@ -130,6 +130,7 @@ List iterate(const Value& v) {
       return keys;
     }
     case Type::String: {
+      charge_bytes(v.s.size() * sizeof(Value));  // a Value per character
       List chars;
       for (char32_t c : utf8_decode(v.s)) {
         std::string s;
@@ -197,12 +198,14 @@ static Value repeat(const Value& seq, int64_t n) {
   if (seq.is_string()) {
     if (n > 0 && seq.s.size() * static_cast<uint64_t>(n) > (1u << 26))
       throw RuntimeError("repeated string is too large");
+    charge_bytes(seq.s.size() * static_cast<uint64_t>(n));
     std::string out;
     for (int64_t k = 0; k < n; ++k) out += seq.s;
     return Value::string(out);
   }
   if (n > 0 && seq.list->size() * static_cast<uint64_t>(n) > (1u << 24))
     throw RuntimeError("repeated list is too large");
+  charge_bytes(seq.list->size() * static_cast<uint64_t>(n) * sizeof(Value));
   List out;
   for (int64_t k = 0; k < n; ++k) out.insert(out.end(), seq.list->begin(), seq.list->end());
   return Value::make_list(std::move(out), seq.is_tuple);

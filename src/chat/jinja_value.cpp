@@ -13,6 +13,26 @@
 
 namespace tessera::jinja {
 
+namespace {
+// No budget outside a render: the values built while converting a context, for example.
+thread_local uint64_t t_left = UINT64_MAX, t_total = UINT64_MAX;
+}  // namespace
+
+void charge_bytes(uint64_t bytes) {
+  if (bytes > t_left)
+    throw RuntimeError("the template built more than " + std::to_string(t_total) +
+                       " bytes of strings (a string doubled in a loop?)");
+  t_left -= bytes;
+}
+
+BytesBudget::BytesBudget(uint64_t bytes) : saved_left_(t_left), saved_total_(t_total) {
+  t_left = t_total = bytes;
+}
+BytesBudget::~BytesBudget() {
+  t_left = saved_left_;
+  t_total = saved_total_;
+}
+
 Value Value::make_dict() {
   Value v;
   v.type = Type::Dict;

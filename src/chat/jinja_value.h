@@ -25,6 +25,22 @@ struct RaisedError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The bytes a render may build (issue #29): render_program() opens a budget for its thread;
+// every evaluated string is charged (jinja_eval.cpp), and the ops whose output can outgrow
+// their inputs many times over (repeat, join, replace, center, indent, a string's characters
+// as a list) charge what they will build before they build it. Past the budget: RuntimeError.
+void charge_bytes(uint64_t bytes);
+class BytesBudget {
+ public:
+  explicit BytesBudget(uint64_t bytes);
+  ~BytesBudget();
+  BytesBudget(const BytesBudget&) = delete;
+  BytesBudget& operator=(const BytesBudget&) = delete;
+
+ private:
+  uint64_t saved_left_, saved_total_;
+};
+
 enum class Type { Undefined, None, Bool, Int, Float, String, List, Dict, Namespace, Callable };
 
 struct Value;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/check.h"           // fail(), fail_arg(), fail_model(): tessera::Error with a message
+#include "core/json_limits.h"     // parse_json(): JSON text with its nesting depth checked
 #include "models/mlx_quantize.h"  // quantize: QuantizeOptions, quantize_model_dir()
 #include "models/presets.h"       // make-model: MakeModelOptions, make_model()
 #include "tessera/model_info.h"

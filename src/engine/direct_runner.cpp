@@ -2,15 +2,13 @@
 
 #include "core/check.h"
 #include "engine/batch_builder.h"
+#include "engine/request_prep.h"
 
 namespace tessera {
 
 void validate_tokens(std::span<const int32_t> ids, int vocab) {
   if (ids.empty()) fail_arg("the token list is empty");
-  for (size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] < 0 || ids[i] >= vocab)
-      fail_arg("token id " + std::to_string(ids[i]) + " at index " + std::to_string(i) +
-               " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+  if (std::string why = token_range_error(ids, vocab); !why.empty()) fail_arg(why);
 }
 
 namespace {

@@ -113,6 +113,7 @@ class EngineImpl final : public Engine {
     // apply_chat_template(tokenize=True) encodes without adding any.
     std::vector<int32_t> ids = tokenizer_->encode(text, /*add_special_tokens=*/false);
     if (ids.empty()) throw RequestError("messages", "the messages render to an empty prompt");
+    check_tokenized_ids(ids, info().vocab_size, "messages", *tokenizer_);
     GenerateOptions as_used = g;
     as_used.add_special_tokens = false;
     return prepare_checked(std::move(ids), as_used, "messages");
@@ -325,6 +326,7 @@ class EngineImpl final : public Engine {
           "prompt", "this model directory has no tokenizer.json: pass token ids instead of text");
     auto ids = tokenizer_->encode(std::get<std::string>(p), add_special);
     if (ids.empty()) throw RequestError("prompt", "the prompt is empty");
+    check_tokenized_ids(ids, info().vocab_size, "prompt", *tokenizer_);
     return ids;
   }
 
@@ -497,6 +499,7 @@ class EngineImpl final : public Engine {
     k.in_use = tracker.active();
     k.memory_limit = o.memory_limit;
     k.device_free = backend_->device_free_bytes();
+    k.host_memory = static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
     po.budget_bytes = kv_pool_bytes(k);
     pool_ = std::make_unique<KvPool>(*backend_, model_->kv_spec(), po);
     check_memory_limit(o.memory_limit, tracker.active(), k.activations, info().weight_bytes,

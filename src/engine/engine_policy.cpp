@@ -43,7 +43,15 @@ int max_seqs_for(int requested, bool gpu) {
 }
 
 size_t kv_pool_bytes(const KvSizing& s) {
-  if (s.requested) return s.requested;
+  if (s.requested) {
+    // On a GPU the pool's allocation reports it; on the CPU the pool's bookkeeping, sized from
+    // it, came first (--kv-memory 1000G took 13 GB and 48 s to fail).
+    if (!s.gpu && s.host_memory && s.requested > s.host_memory)
+      fail(ErrorKind::out_of_memory, "the requested KV memory (" + format_bytes(s.requested) +
+                                         ") is more than the machine has (" +
+                                         format_bytes(s.host_memory) + ")");
+    return s.requested;
+  }
   const size_t cap = s.gpu ? (size_t{24} << 30) : (size_t{1} << 30);
   size_t kv = std::min(s.full, cap);
   // On a GPU also what it still has after the weights: nine tenths of it (the rest for the

@@ -37,13 +37,14 @@ struct KvSizing {
   size_t in_use = 0;        // bytes tessera holds on the device now (the weights)
   size_t activations = 0;   // the model's scratch for one step (Model::scratch_bytes)
   size_t memory_limit = 0;  // --memory-limit; 0: none
+  size_t host_memory = 0;   // the machine's physical memory (the CPU's device); 0: unknown
 };
 
 // The KV pool's byte budget: `requested` when given; otherwise what max_seqs full contexts take,
 // at most 24 GiB on a GPU and 1 GiB on the CPU, within nine tenths of what the GPU has free less
 // the activations, and within nine tenths of what the memory limit leaves after the weights and
 // the activations. Throws Error(out_of_memory) when the GPU's free memory or the memory limit
-// leaves nothing for a KV pool.
+// leaves nothing for a KV pool, or (on the CPU) when `requested` is more than the machine has.
 size_t kv_pool_bytes(const KvSizing& s);
 
 // Once the pool is allocated: throws Error(out_of_memory) when the memory limit cannot hold what

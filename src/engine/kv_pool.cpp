@@ -6,6 +6,15 @@
 
 namespace tessera {
 
+namespace {
+// Positions a sequence of `len` keeps in a layer of window `w` (0: full) when steps add up to
+// `step` tokens. In 64 bits: a config's sliding_window may be as large as INT32_MAX.
+int window_span(int w, int len, int step) {
+  if (w <= 0) return len;
+  return static_cast<int>(std::min<int64_t>(len, int64_t{w} - 1 + std::max(step, 1)));
+}
+}  // namespace
+
 KvPool::KvPool(ComputeBackend& backend, const KvSpec& spec, const KvPoolOptions& opts)
     : backend_(backend), spec_(spec), block_size_(opts.block_size) {
   if (opts.block_size <= 0) fail_arg("KV block size must be positive");
@@ -83,7 +92,7 @@ size_t KvPool::bytes_for(const KvSpec& spec, const KvPoolOptions& opts) {
   for (size_t l = 0; l < spec.layer_group.size(); ++l) {
     const int w = spec.group_window[spec.layer_group[l]];
     const int len = opts.max_context;
-    const int span = w > 0 ? std::min(len, w - 1 + std::max(opts.max_step_tokens, 1)) : len;
+    const int span = window_span(w, len, opts.max_step_tokens);
     const size_t blocks = static_cast<size_t>((span + bs - 1) / bs + (w > 0 && span < len ? 1 : 0));
     total += 2 * slot_bytes * bs * blocks * static_cast<size_t>(opts.max_seqs);
   }
@@ -92,7 +101,7 @@ size_t KvPool::bytes_for(const KvSpec& spec, const KvPoolOptions& opts) {
 
 int KvPool::blocks_needed(int g, int len, int step) const {
   const int w = groups_[g].window;
-  int span = w > 0 ? std::min(len, w - 1 + std::max(step, 1)) : len;
+  int span = window_span(w, len, step);
   // A span that does not start on a block boundary can touch one block more.
   return (span + block_size_ - 1) / block_size_ + (w > 0 && span < len ? 1 : 0);
 }

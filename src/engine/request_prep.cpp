@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tokenizer/tokenizer.h"
+
 namespace tessera {
 
 namespace {
@@ -64,12 +66,27 @@ void check_classify_options(const ClassifyOptions& o) {
         "top_logprobs must be in [0, 20] (got " + std::to_string(o.top_logprobs) + ")");
 }
 
-void check_prompt_ids(std::span<const int32_t> ids, int vocab_size, const std::string& field) {
-  if (ids.empty()) bad(field, "the token list is empty");
+std::string token_range_error(std::span<const int32_t> ids, int vocab_size) {
   for (size_t i = 0; i < ids.size(); ++i)
     if (ids[i] < 0 || ids[i] >= vocab_size)
-      bad(field, "token id " + std::to_string(ids[i]) + " at index " + std::to_string(i) +
-                     " is outside the vocabulary [0, " + std::to_string(vocab_size) + ")");
+      return "token id " + std::to_string(ids[i]) + " at index " + std::to_string(i) +
+             " is outside the vocabulary [0, " + std::to_string(vocab_size) + ")";
+  return "";
+}
+
+void check_prompt_ids(std::span<const int32_t> ids, int vocab_size, const std::string& field) {
+  if (ids.empty()) bad(field, "the token list is empty");
+  if (std::string why = token_range_error(ids, vocab_size); !why.empty()) bad(field, why);
+}
+
+void check_tokenized_ids(std::span<const int32_t> ids, int vocab_size, const std::string& field,
+                         const Tokenizer& tokenizer) {
+  for (int32_t id : ids)
+    if (id < 0 || id >= vocab_size)
+      bad(field, "the text holds token '" + tokenizer.id_to_token(id) + "' (id " +
+                     std::to_string(id) + "), which is past the model's vocabulary [0, " +
+                     std::to_string(vocab_size) +
+                     "): the tokenizer has added tokens that the model has no embedding for");
 }
 
 int resolve_max_tokens(const GenerateOptions& g, int prompt_tokens, int context_length,

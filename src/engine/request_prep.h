@@ -11,14 +11,26 @@
 
 namespace tessera {
 
+class Tokenizer;
+
 // A generation's options, before its prompt is known: sampling (validate_sampling_options),
 // max_tokens in [1, context] (unless max_tokens_to_context), min_tokens in [0, max_tokens],
 // stop_token_ids in the vocabulary, no empty stop string.
 void check_generate_options(const GenerateOptions& g, int context_length, int vocab_size);
 // A classification's: sampling and top_logprobs in [0, 20].
 void check_classify_options(const ClassifyOptions& o);
+// Every token id that reaches a model is checked by this one function (issue #29): the prompt's
+// ids at prepare (below), again at the scheduler's admission (a PreparedRequest is a public
+// struct that a caller can fill by hand), and the developer commands' (DirectRunner). "" when
+// each id is in [0, vocab_size), else "token id N at index I is outside the vocabulary [0, V)".
+std::string token_range_error(std::span<const int32_t> ids, int vocab_size);
 // Token ids given as the prompt: not empty, each in [0, vocab_size).
 void check_prompt_ids(std::span<const int32_t> ids, int vocab_size, const std::string& field);
+// Token ids the tokenizer made of a text: a tokenizer.json whose added tokens lie past the
+// model's vocabulary loads (several published checkpoints carry such unused tokens), and a text
+// that uses one is refused naming the token, which the model has no embedding for.
+void check_tokenized_ids(std::span<const int32_t> ids, int vocab_size, const std::string& field,
+                         const Tokenizer& tokenizer);
 
 // max_tokens once the prompt's length is known: what the context leaves when
 // max_tokens_to_context (failing when it leaves nothing), then min_tokens within it.

@@ -9,6 +9,7 @@
 #include "engine/batch_builder.h"
 #include "engine/output_processor.h"
 #include "engine/prefix_cache.h"
+#include "engine/request_prep.h"
 #include "engine/sample_packing.h"
 #include "engine/sequence_grammar.h"
 
@@ -60,9 +61,11 @@ namespace {
 
 // Why a request can never run (empty when it can): an empty prompt, more positions than the
 // context, or more KV blocks than the whole pool holds.
-std::string admission_error(int prompt_len, int need, int context, const KvPool& pool,
-                            int step_tokens) {
+std::string admission_error(std::span<const int32_t> prompt, int vocab, int need, int context,
+                            const KvPool& pool, int step_tokens) {
+  const int prompt_len = static_cast<int>(prompt.size());
   if (prompt_len == 0) return "the prompt is empty";
+  if (std::string why = token_range_error(prompt, vocab); !why.empty()) return "prompt: " + why;
   if (need > context)
     return "the request needs " + std::to_string(need) + " positions (" +
            std::to_string(prompt_len) + " prompt tokens + " + std::to_string(need - prompt_len) +
@@ -149,20 +152,20 @@ void Scheduler::admit_new() {
     s->seed = so.seed ? *so.seed
                       : std::random_device{}() ^
                             static_cast<uint64_t>(Clock::now().time_since_epoch().count());
-    s->history = PenaltyHistory(so, s->tokens);
-    if (s->spec.grammar) s->grammar.emplace(s->spec.grammar);
     if (!s->spec.error.empty()) {
       finish(*s, FinishReason::error, s->spec.error);
       continue;
     }
-    // Requests that can never run fail at once.
-    const std::string why =
-        admission_error(s->prompt_len, s->prompt_len + s->spec.positions_after_prompt,
-                        opts_.context_length, pool_, opts_.max_batch_tokens);
+    // Requests that can never run fail at once, before any of their ids index anything.
+    const std::string why = admission_error(s->tokens, model_.info().vocab_size,
+                                            s->prompt_len + s->spec.positions_after_prompt,
+                                            opts_.context_length, pool_, opts_.max_batch_tokens);
     if (!why.empty()) {
       finish(*s, FinishReason::error, why);
       continue;
     }
+    s->history = PenaltyHistory(so, s->tokens);
+    if (s->spec.grammar) s->grammar.emplace(s->spec.grammar);
     waiting_.push_back(std::move(s));
   }
 }

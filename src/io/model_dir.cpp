@@ -2,10 +2,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "core/check.h"
+#include "core/json_limits.h"
 #include "io/gguf.h"
+#include "io/mapped_file.h"
 
 namespace tessera {
 
@@ -17,11 +20,7 @@ json read_json_file(const std::string& path) {
   if (!f) fail(ErrorKind::io, path + ": cannot open");
   std::stringstream ss;
   ss << f.rdbuf();
-  try {
-    return json::parse(ss.str());
-  } catch (const json::exception& e) {
-    fail_model(path + ": not valid JSON: " + e.what());
-  }
+  return parse_json(ss.str(), path, ErrorKind::invalid_model);
 }
 
 std::string canonical_tensor_name(const std::string& n) {
@@ -46,6 +45,7 @@ ModelDir::ModelDir(const std::string& dir) : dir_(dir), config_path_(dir + "/con
   const std::string& cfg_path = config_path_;
   if (!fs::exists(cfg_path))
     fail_model(dir + ": no config.json (is this a Hugging Face model directory?)");
+  require_regular_file(cfg_path);
   full_config_ = read_json_file(cfg_path);
   if (!full_config_.is_object()) fail_model(cfg_path + ": not a JSON object");
   config_ = full_config_;
@@ -57,18 +57,32 @@ ModelDir::ModelDir(const std::string& dir) : dir_(dir), config_path_(dir + "/con
       if (!config_.contains(k) && full_config_.contains(k)) config_[k] = full_config_[k];
   }
   std::string gen_path = dir + "/generation_config.json";
-  generation_config_ = fs::exists(gen_path) ? read_json_file(gen_path) : json::object();
+  generation_config_ = json::object();
+  if (fs::exists(gen_path)) {
+    require_regular_file(gen_path);
+    generation_config_ = read_json_file(gen_path);
+  }
 
   std::string index_path = dir + "/model.safetensors.index.json";
   std::vector<std::string> files;
   if (fs::exists(index_path)) {
+    require_regular_file(index_path);
     json index = read_json_file(index_path);
     if (!index.contains("weight_map") || !index["weight_map"].is_object())
       fail_model(index_path + ": no weight_map object");
     std::set<std::string> uniq;
     for (auto& [k, v] : index["weight_map"].items()) {
       if (!v.is_string()) fail_model(index_path + ": weight_map['" + k + "'] is not a file name");
-      uniq.insert(v.get<std::string>());
+      // Shards are files of this directory: no absolute path, no "..", so that an index cannot
+      // make the load read a file elsewhere (a shard that is a symlink, as in the Hugging Face
+      // cache, is the directory owner's choice and is followed).
+      const fs::path shard(v.get<std::string>());
+      bool inside = !shard.empty() && shard.is_relative();
+      for (const auto& part : shard) inside = inside && part != "..";
+      if (!inside)
+        fail_model(index_path + ": weight_map['" + k + "'] names '" + shard.string() +
+                   "', which is not a file inside the model directory");
+      uniq.insert(shard.string());
     }
     for (const auto& f : uniq) {
       if (!fs::exists(dir + "/" + f))
@@ -176,14 +190,32 @@ void ConfigReader::bad(const char* key, const std::string& why) const {
   fail_model(file + ": key '" + key + "' " + why);
 }
 
-int64_t ConfigReader::get_int(const char* key) const {
+int ConfigReader::get_int(const char* key) const {
   if (!has(key)) bad(key, "is missing");
-  if (!j[key].is_number_integer()) bad(key, "is not an integer");
-  return j[key].get<int64_t>();
+  const json& v = j[key];
+  if (!v.is_number_integer()) bad(key, "is not an integer");
+  const bool fits = v.is_number_unsigned()
+                        ? v.get<uint64_t>() <= INT32_MAX
+                        : v.get<int64_t>() >= INT32_MIN && v.get<int64_t>() <= INT32_MAX;
+  if (!fits) bad(key, "is " + v.dump() + ", outside the 32-bit range");
+  return static_cast<int>(v.get<int64_t>());
 }
 
-int64_t ConfigReader::get_int(const char* key, int64_t dflt) const {
+int ConfigReader::get_int(const char* key, int dflt) const {
   return has(key) ? get_int(key) : dflt;
+}
+
+double ConfigReader::get_positive(const char* key) const {
+  const double v = get_float(key);
+  // Read into floats by the models: a value past FLT_MAX would become inf there, one below the
+  // smallest float (1e-300) 0.
+  if (!(static_cast<float>(v) > 0) || !(v <= std::numeric_limits<float>::max()))
+    bad(key, "must be a finite number > 0 (got " + j[key].dump() + ")");
+  return v;
+}
+
+double ConfigReader::get_positive(const char* key, double dflt) const {
+  return has(key) ? get_positive(key) : dflt;
 }
 
 double ConfigReader::get_float(const char* key) const {

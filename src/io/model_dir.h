@@ -88,16 +88,21 @@ std::string canonical_tensor_name(const std::string& name);
 // Reads a JSON file; throws Error(io / invalid_model) naming it.
 nlohmann::json read_json_file(const std::string& path);
 
-// Typed config access with errors naming the file and key.
+// Typed config access with errors naming the file and key. Integers are ints: a value outside
+// the 32-bit range is an error, never truncated by a cast (2^32 + 6 layers would load as 6).
 struct ConfigReader {
   const nlohmann::json& j;
   std::string file;
 
   bool has(const char* key) const { return j.contains(key) && !j[key].is_null(); }
-  int64_t get_int(const char* key) const;
-  int64_t get_int(const char* key, int64_t dflt) const;
+  int get_int(const char* key) const;
+  int get_int(const char* key, int dflt) const;
   double get_float(const char* key) const;
   double get_float(const char* key, double dflt) const;
+  // A float that must be finite and > 0 (a norm's eps, a scalar, a rotary base): zero or a
+  // negative value loads and gives NaN logits, so it is refused naming the key.
+  double get_positive(const char* key) const;
+  double get_positive(const char* key, double dflt) const;
   bool get_bool(const char* key, bool dflt) const;
   std::string get_string(const char* key, const std::string& dflt) const;
   [[noreturn]] void bad(const char* key, const std::string& why) const;

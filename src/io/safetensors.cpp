@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "core/json_limits.h"
 #include "io/mapped_file.h"
 
 namespace tessera {
@@ -78,6 +79,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
                  " runs beyond the end of the file (" + std::to_string(size_) + " bytes)");
     }
     json header;
+    check_json_depth({reinterpret_cast<const char*>(bytes) + 8, header_len},
+                     path + ": the safetensors header", ErrorKind::invalid_model);
     try {
       header = json::parse(bytes + 8, bytes + 8 + header_len);
     } catch (const json::exception& e) {
@@ -109,7 +112,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
       if (elem == 0) bad("unknown dtype '" + t.dtype_name + "'");
       if (!v["shape"].is_array()) bad("shape is not an array");
       for (const auto& d : v["shape"]) {
-        if (!d.is_number_unsigned()) bad("shape has a non-integer or negative dimension");
+        if (!d.is_number_unsigned() || d.get<uint64_t>() > INT64_MAX)
+          bad("shape has a non-integer, negative or oversized dimension");
         t.shape.push_back(d.get<int64_t>());
       }
       const json& off = v["data_offsets"];
@@ -121,7 +125,11 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
         bad("data_offsets [" + std::to_string(b) + ", " + std::to_string(e) +
             ") are out of range (the data section holds " + std::to_string(data_size) +
             " bytes; is the file truncated?)");
-      size_t want = static_cast<size_t>(t.numel()) * elem;
+      // The shape's product in 64 bits, checked: [2^32, 2^32] must not wrap to 0 bytes.
+      size_t want = elem;
+      for (int64_t d : t.shape)
+        if (__builtin_mul_overflow(want, static_cast<size_t>(d), &want))
+          bad("shape " + t.shape_str() + " has more elements than 64 bits can count");
       if (e - b != want)
         bad("holds " + std::to_string(e - b) + " bytes but shape " + t.shape_str() + " of " +
             t.dtype_name + " needs " + std::to_string(want));
@@ -132,16 +140,20 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
       range_names.push_back(name);
       tensors_.emplace(name, std::move(t));
     }
-    std::vector<size_t> order(ranges.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    // Zero-length tensors hold no bytes and overlap nothing: they are left out, so that one
+    // sorting between two overlapping tensors cannot hide them from each other. Each range is
+    // compared with the one reaching furthest so far, not only its predecessor, which a short
+    // tensor inside a long one would otherwise be.
+    std::vector<size_t> order;
+    for (size_t i = 0; i < ranges.size(); ++i)
+      if (ranges[i].second > ranges[i].first) order.push_back(i);
     std::sort(order.begin(), order.end(),
               [&](size_t a, size_t b) { return ranges[a] < ranges[b]; });
-    for (size_t i = 1; i < order.size(); ++i) {
-      const auto& prev = ranges[order[i - 1]];
-      const auto& cur = ranges[order[i]];
-      if (cur.first < prev.second && cur.second > cur.first && prev.second > prev.first)
-        fail_model(path + ": tensors '" + range_names[order[i - 1]] + "' and '" +
+    for (size_t i = 1, furthest = 0; i < order.size(); ++i) {
+      if (ranges[order[i]].first < ranges[order[furthest]].second)
+        fail_model(path + ": tensors '" + range_names[order[furthest]] + "' and '" +
                    range_names[order[i]] + "' overlap in the data section");
+      if (ranges[order[i]].second > ranges[order[furthest]].second) furthest = i;
     }
   } catch (...) {
     ::munmap(map_, size_);

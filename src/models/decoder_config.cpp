@@ -7,6 +7,25 @@
 
 namespace tessera {
 
+namespace {
+
+// 1 + the highest N of the "layers.N." tensors (canonical names, model_dir.h).
+int layers_in_weights(const ModelDir& dir) {
+  int n = 0;
+  for (const auto& [name, t] : dir.tensors()) {
+    if (name.rfind("layers.", 0) != 0) continue;
+    const size_t end = name.find('.', 7);
+    if (end == std::string::npos || end == 7 || end - 7 > 9) continue;
+    int layer = 0;
+    for (size_t i = 7; i < end && layer >= 0; ++i)
+      layer = name[i] >= '0' && name[i] <= '9' ? layer * 10 + (name[i] - '0') : -1;
+    n = std::max(n, layer + 1);
+  }
+  return n;
+}
+
+}  // namespace
+
 DecoderConfig decoder_dims(const ModelInfo& in) {
   return {.hidden = in.hidden_size,
           .heads = in.num_heads,
@@ -42,10 +61,20 @@ void read_common_config(const ConfigReader& c, const ModelDir& dir, const Config
   in.bos_token_id = optional_id("bos_token_id", d.bos_token_id);
   in.pad_token_id = optional_id("pad_token_id", d.pad_token_id);
   in.eos_token_ids = read_eos_ids(dir);
+  if (!c.has("head_dim") && !d.head_dim && in.hidden_size % in.num_heads != 0)
+    c.bad("num_attention_heads", "must divide hidden_size (" + std::to_string(in.hidden_size) +
+                                     ") when head_dim is not given");
   if (in.num_heads % in.num_kv_heads != 0)
     c.bad("num_key_value_heads", "must divide num_attention_heads");
   if (in.head_dim <= 0 || in.head_dim % 2 != 0)
     c.bad("head_dim", "must be positive and even (rotary embedding)");
+  // The per-layer arrays (layer types, windows, rotary parameters) are sized from
+  // num_hidden_layers before any tensor is read: a count the weights cannot back (2^31 - 1)
+  // allocated gigabytes and ended in a bare std::bad_alloc (issue #29). The other sizes meet
+  // the tensors' shapes before anything is allocated from them.
+  if (const int held = layers_in_weights(dir); in.num_layers > held)
+    c.bad("num_hidden_layers", "is " + std::to_string(in.num_layers) + " but the weights hold " +
+                                   std::to_string(held) + " layers");
 }
 
 std::vector<std::string> read_layer_types(const ConfigReader& c, int num_layers) {
@@ -82,17 +111,25 @@ std::vector<int> read_eos_ids(const ModelDir& dir) {
   // generation_config.json's list is what transformers' generate() stops on; config.json's is
   // the fallback when there is none.
   std::vector<int> ids;
-  auto add = [&](const nlohmann::json& j) {
-    if (j.is_number_integer()) {
-      ids.push_back(j.get<int>());
-    } else if (j.is_array()) {
-      for (const auto& e : j)
-        if (e.is_number_integer()) ids.push_back(e.get<int>());
+  auto add = [&](const nlohmann::json& j, const std::string& file) {
+    auto one = [&](const nlohmann::json& e) {  // an id past 32 bits would wrap to a valid one
+      if (!e.is_number_integer()) return;
+      if (e.is_number_unsigned() ? e.get<uint64_t>() > INT32_MAX
+                                 : e.get<int64_t>() < INT32_MIN || e.get<int64_t>() > INT32_MAX)
+        fail_model(file + ": key 'eos_token_id' holds " + e.dump() + ", outside the 32-bit range");
+      ids.push_back(e.get<int>());
+    };
+    if (j.is_array()) {
+      for (const auto& e : j) one(e);
+    } else {
+      one(j);
     }
   };
   if (dir.generation_config().contains("eos_token_id"))
-    add(dir.generation_config()["eos_token_id"]);
-  if (ids.empty() && dir.config().contains("eos_token_id")) add(dir.config()["eos_token_id"]);
+    add(dir.generation_config()["eos_token_id"],
+        dir.gguf() ? dir.config_path() : dir.path() + "/generation_config.json");
+  if (ids.empty() && dir.config().contains("eos_token_id"))
+    add(dir.config()["eos_token_id"], dir.config_path());
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;

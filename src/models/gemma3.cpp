@@ -95,8 +95,8 @@ void Gemma3Model::read_config(const ConfigReader& c, const ModelDir& dir) {
 
   cfg_ = decoder_dims(in);
   DecoderConfig& s = cfg_;
-  s.eps = static_cast<float>(c.get_float("rms_norm_eps", 1e-6));
-  s.attn_scale = static_cast<float>(1.0 / std::sqrt(c.get_float("query_pre_attn_scalar", 256)));
+  s.eps = static_cast<float>(c.get_positive("rms_norm_eps", 1e-6));
+  s.attn_scale = static_cast<float>(1.0 / std::sqrt(c.get_positive("query_pre_attn_scalar", 256)));
   // transformers' Gemma3Attention reads attn_logit_softcapping but never passes it to the
   // attention function (unlike Gemma 2), so Gemma 3 attention is uncapped whatever the config
   // says; tests/fixtures/models/gemma3_mqa_softcap pins this down.
@@ -105,13 +105,15 @@ void Gemma3Model::read_config(const ConfigReader& c, const ModelDir& dir) {
   s.qk_norm = true;
   s.norm_add = 1.0f;
   // Sliding layers: the window and rope_local_base_freq; global layers: rope_theta (default 1e6).
-  const double local_theta = c.get_float("rope_local_base_freq", 10000.0);
+  const double local_theta = c.get_positive("rope_local_base_freq", 10000.0);
   for (const std::string& type : in.layer_types) {
     s.window.push_back(type == "sliding_attention" ? in.sliding_window : 0);
     s.rope.push_back(rope_params_for(c, type, 1e6, local_theta));
   }
   embed_scale_ = static_cast<float>(std::sqrt(static_cast<double>(in.hidden_size)));
   final_softcap_ = static_cast<float>(c.get_float("final_logit_softcapping", 0.0));
+  if (!(final_softcap_ >= 0) || !std::isfinite(final_softcap_))
+    c.bad("final_logit_softcapping", "must be a finite number >= 0 (0 or null: no capping)");
 }
 
 }  // namespace

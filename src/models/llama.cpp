@@ -86,7 +86,7 @@ void LlamaModel::read_config(Family fam, const ConfigReader& c, const ModelDir& 
 
   cfg_ = decoder_dims(in);
   DecoderConfig& s = cfg_;
-  s.eps = static_cast<float>(c.get_float("rms_norm_eps", 1e-6));
+  s.eps = static_cast<float>(c.get_positive("rms_norm_eps", 1e-6));
   s.attn_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(in.head_dim)));
   s.qkv_bias = fam == Family::qwen2 || c.get_bool("attention_bias", false);
   s.o_bias = fam != Family::qwen2 && c.get_bool("attention_bias", false);

@@ -20,7 +20,8 @@ QuantFormat parse_format(const json& j, const std::string& what) {
   if (!j.contains("bits") || !j["bits"].is_number_integer() || !j.contains("group_size") ||
       !j["group_size"].is_number_integer())
     fail_model(what + ": bits and group_size must be integers");
-  QuantFormat f{j["bits"].get<int>(), j["group_size"].get<int>()};
+  const ConfigReader r{j, what};  // 32-bit checked: 2^32 + 4 bits must not read as 4
+  QuantFormat f{r.get_int("bits"), r.get_int("group_size")};
   if (!quant::valid_bits(f.bits))
     fail(ErrorKind::unsupported, what + ": " + std::to_string(f.bits) +
                                      "-bit weights are not supported (2, 3, 4, 5, 6 or 8)");

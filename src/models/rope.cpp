@@ -15,15 +15,15 @@ RopeParams parse_params(const nlohmann::json& j, const std::string& file, const 
   if (!j.is_object()) fail_model(file + ": " + where + " is not an object");
   ConfigReader r{j, file};
   p.type = r.get_string("rope_type", r.get_string("type", "default"));
-  p.theta = r.get_float("rope_theta", default_theta);
+  p.theta = r.get_positive("rope_theta", default_theta);
   if (p.type == "default") return p;
   if (p.type == "linear") {
-    p.factor = r.get_float("factor");
+    p.factor = r.get_positive("factor");
   } else if (p.type == "llama3") {
-    p.factor = r.get_float("factor");
-    p.low_freq_factor = r.get_float("low_freq_factor");
-    p.high_freq_factor = r.get_float("high_freq_factor");
-    p.original_max_position_embeddings = r.get_float("original_max_position_embeddings");
+    p.factor = r.get_positive("factor");
+    p.low_freq_factor = r.get_positive("low_freq_factor");
+    p.high_freq_factor = r.get_positive("high_freq_factor");
+    p.original_max_position_embeddings = r.get_positive("original_max_position_embeddings");
   } else if (p.type == "gguf_freq_factors") {
     if (!j.contains("factors") || !j["factors"].is_array())
       fail_model(file + ": " + where + ": factors must be an array");
@@ -44,7 +44,7 @@ RopeParams parse_params(const nlohmann::json& j, const std::string& file, const 
 
 RopeParams rope_params_for(const ConfigReader& cfg, const std::string& layer_type,
                            double default_theta, double legacy_local_theta) {
-  double theta = cfg.get_float("rope_theta", default_theta);
+  double theta = cfg.get_positive("rope_theta", default_theta);
   if (cfg.has("rope_parameters")) {
     const auto& rp = cfg.j["rope_parameters"];
     if (rp.is_object() && rp.contains(layer_type) && rp[layer_type].is_object())

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/json_limits.h"
 #include "server/api_error.h"
 #include "server/response_format.h"
 
@@ -285,6 +286,9 @@ std::string message_content(const json& m, size_t i, const std::string& role) {
 
 json parse_json_body(const std::string& body) {
   if (body.empty()) bad_request("the request body is empty (expected a JSON object)");
+  if (json_depth_overflow(body) != std::string::npos)  // core/json_limits.h: why
+    bad_request("the request body nests JSON deeper than " + std::to_string(kMaxJsonDepth) +
+                " levels");
   json j;
   try {
     j = json::parse(body);

@@ -144,6 +144,17 @@ void post(httplib::Server& svr, ServerState& state, const char* pattern, const c
         bad_request(
             "multipart bodies are not accepted: send a JSON object (Content-Type: "
             "application/json)");
+      // httplib reads "-1" with strtoull, as 2^64 - 1, and answers 413 "too large" (issue #29);
+      // a length that is not a decimal byte count is the client's malformed request, and its
+      // body is never read (the connection closes instead: see discard_body).
+      if (req.has_header("Content-Length")) {
+        const std::string cl = req.get_header_value("Content-Length");
+        if (cl.empty() || cl.size() > 19 ||
+            cl.find_first_not_of("0123456789") != std::string::npos) {
+          reader_used = true;
+          bad_request("Content-Length '" + cl + "' is not a byte count");
+        }
+      }
       const size_t limit = state.opts.max_body_bytes;
       bool too_large = false;
       // httplib sets 413 itself when Content-Length alone exceeds the payload limit.

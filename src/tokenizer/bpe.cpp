@@ -77,6 +77,12 @@ void BpeModel::load_vocab(const JNode& vocab) {
     if (kv.value.get_int64().get(id) != simdjson::SUCCESS || id < 0 || id > INT32_MAX) {
       vocab.fail("token \"" + std::string(kv.key) + "\" has no valid id");
     }
+    // Ids index tables (build_vocab): one far past the vocabulary's size would size them at
+    // gigabytes and end in a bare std::bad_alloc (issue #29). Real vocabularies are dense; this
+    // leaves room for holes.
+    if (static_cast<uint64_t>(id) >= 2 * obj.size() + 65536)
+      vocab.fail("token \"" + std::string(kv.key) + "\" has id " + std::to_string(id) +
+                 ", far past the vocabulary's " + std::to_string(obj.size()) + " tokens");
     keys.push_back(kv.key);
     ids.push_back(static_cast<int32_t>(id));
   }

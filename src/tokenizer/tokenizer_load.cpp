@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/check.h"
+#include "core/json_limits.h"
 #include "io/gguf.h"
 #include "tokenizer/gguf_tokenizer.h"
 #include "tokenizer/tokenizer_impl.h"
@@ -78,6 +79,9 @@ class JsonFile {
 };
 
 JElem parse(simdjson::dom::parser& parser, const JsonFile& text, const std::string& path) {
+  // simdjson has a depth limit of its own (1024); the shared one is lower and the same for every
+  // file tessera reads.
+  check_json_depth({text.data(), text.size()}, path, ErrorKind::invalid_model);
   JElem root;
   auto err =
       parser.parse(reinterpret_cast<const uint8_t*>(text.data()), text.size(), false).get(root);
@@ -124,6 +128,7 @@ std::string config_token(simdjson::ondemand::value v, const std::string& where) 
 
 ConfigValues read_config(const std::string& path) {
   simdjson::padded_string text = read_file(path);
+  check_json_depth({text.data(), text.size()}, path, ErrorKind::invalid_model);
   simdjson::ondemand::parser parser;
   simdjson::ondemand::document doc;
   simdjson::ondemand::object obj;

@@ -36,7 +36,10 @@ inline std::string ids_arg(const std::vector<int32_t>& ids) {
   return s;
 }
 
-inline CliResult run_tessera(const std::string& args, const std::string& stdin_text = "") {
+// `timeout_s` > 0: killed after that long (status 137), so that a command that hangs fails the
+// test instead of hanging it.
+inline CliResult run_tessera(const std::string& args, const std::string& stdin_text = "",
+                             int timeout_s = 0) {
   namespace fs = std::filesystem;
   static int counter = 0;
   const fs::path dir = process_temp_dir("tessera_cli");
@@ -44,7 +47,9 @@ inline CliResult run_tessera(const std::string& args, const std::string& stdin_t
   const std::string n = std::to_string(counter++);
   const fs::path out = dir / (n + ".out"), err = dir / (n + ".err"), in = dir / (n + ".in");
   std::ofstream(in) << stdin_text;
-  const std::string cmd = std::string(TESSERA_BINARY_DIR) + "/tessera " + args + " <" +
+  const std::string limit =
+      timeout_s > 0 ? "timeout -s KILL " + std::to_string(timeout_s) + " " : std::string();
+  const std::string cmd = limit + std::string(TESSERA_BINARY_DIR) + "/tessera " + args + " <" +
                           in.string() + " >" + out.string() + " 2>" + err.string();
   int raw = std::system(cmd.c_str());
   CliResult r;

@@ -73,6 +73,19 @@ TEST(SizingPolicy, KvMemoryGivenIsTakenAsIs) {
   EXPECT_EQ(kv_pool_bytes(s), 3 * GiB);
 }
 
+TEST(SizingPolicy, KvMemoryGivenIsRefusedPastTheMachinesMemory) {
+  KvSizing s;
+  s.requested = 1000 * GiB;
+  s.host_memory = 64 * GiB;
+  auto e = error_of([&] { kv_pool_bytes(s); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->kind(), ErrorKind::out_of_memory);
+  EXPECT_EQ(std::string(e->what()),
+            "the requested KV memory (1000.00 GiB) is more than the machine has (64.00 GiB)");
+  s.requested = 64 * GiB;
+  EXPECT_EQ(kv_pool_bytes(s), 64 * GiB);
+}
+
 TEST(SizingPolicy, AutomaticKvIsFullContextsCappedPerDevice) {
   KvSizing s;
   s.full = 2 * GiB;

@@ -1,6 +1,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <new>
 
 #include "cli.h"
 
@@ -35,6 +36,8 @@ int guarded(const std::function<int()>& body) {
     return body();
   } catch (const Error& e) {
     std::fprintf(stderr, "tessera: error: %s\n", e.what());
+  } catch (const std::bad_alloc&) {  // the input's checks should come first: say what it is
+    std::fprintf(stderr, "tessera: error: out of memory (std::bad_alloc)\n");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tessera: error: %s\n", e.what());
   }

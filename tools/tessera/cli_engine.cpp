@@ -1,7 +1,9 @@
 #include "cli_engine.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -52,7 +54,14 @@ size_t parse_bytes(const std::string& s, const char* option) {
     fail_arg(std::string(option) + ": '" + s + "' is not a size (use e.g. 4G, 512M or bytes)");
   if (!(v > 0) || !std::isfinite(v))
     fail_arg(std::string(option) + ": size must be positive (got '" + s + "')");
-  return static_cast<size_t>(v * mult);
+  // Whole bytes: a fraction of one would truncate to 0, which means "no limit" / "automatic"
+  // (issue #29: --memory-limit 0.5 did), and a size past 2^63 would overflow the cast.
+  const double bytes = std::floor(v * mult);
+  if (bytes < 1)
+    fail_arg(std::string(option) + ": '" + s + "' is less than one byte (sizes are in bytes " +
+             "unless a unit says otherwise: 4G, 512M)");
+  if (bytes >= 9.2e18) fail_arg(std::string(option) + ": '" + s + "' is too large");
+  return static_cast<size_t>(bytes);
 }
 
 std::unique_ptr<Engine> load_engine(const EngineArgs& a, bool one_sequence) {
@@ -95,7 +104,17 @@ SamplingOptions to_sampling(const SamplerArgs& a) {
   s.repetition_penalty = a.repeat_penalty;
   s.presence_penalty = a.presence_penalty;
   s.frequency_penalty = a.frequency_penalty;
-  if (a.seed >= 0) s.seed = static_cast<uint64_t>(a.seed);
+  if (!a.seed.empty()) {
+    const bool digits = a.seed.find_first_not_of("0123456789") == std::string::npos;
+    errno = 0;
+    char* end = nullptr;
+    const unsigned long long v = digits ? std::strtoull(a.seed.c_str(), &end, 10) : 0;
+    if (!digits || errno == ERANGE || *end != '\0')
+      fail_arg("--seed: '" + a.seed +
+               "' is not a seed (an integer in [0, 2^64); leave --seed out to seed from the "
+               "clock)");
+    s.seed = static_cast<uint64_t>(v);
+  }
   validate_sampling_options(s);
   return s;
 }

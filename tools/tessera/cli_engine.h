@@ -31,7 +31,9 @@ struct SamplerArgs {
   float temperature = 0.8f, top_p = 0.95f, min_p = 0.05f, repeat_penalty = 1.0f;
   float presence_penalty = 0.0f, frequency_penalty = 0.0f;
   int top_k = 40;
-  int64_t seed = -1;
+  // As typed: "" (from the clock) or a decimal in [0, 2^64); anything else is refused, not
+  // quietly taken as "from the clock" (issue #29: --seed -5 was).
+  std::string seed;
 };
 // defaults: llama.cpp's sampler defaults (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05).
 void add_sampler_options(CLI::App* cmd, SamplerArgs& a);

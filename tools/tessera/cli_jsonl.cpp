@@ -17,12 +17,7 @@ std::vector<Prompt> read_prompt_jsonl(const std::string& path) {
     ++n;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = path + ":" + std::to_string(n) + ": ";
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      fail_arg(where + "not valid JSON (" + e.what() + ")");
-    }
+    const nlohmann::json j = parse_json(line, where.substr(0, where.size() - 2));
     if (!j.is_object()) fail_arg(where + "expected an object with \"prompt\" or \"tokens\"");
     if (j.contains("prompt")) {
       if (!j["prompt"].is_string()) fail_arg(where + "\"prompt\" must be a string");
@@ -32,7 +27,14 @@ std::vector<Prompt> read_prompt_jsonl(const std::string& path) {
       std::vector<int32_t> ids;
       for (const auto& t : j["tokens"]) {
         if (!t.is_number_integer()) fail_arg(where + "\"tokens\" must hold integers");
-        ids.push_back(t.get<int32_t>());
+        // get<int32_t>() would wrap 2^40 to a valid id; the vocabulary check comes later.
+        const bool fits = t.is_number_unsigned()
+                              ? t.get<uint64_t>() <= INT32_MAX
+                              : t.get<int64_t>() >= INT32_MIN && t.get<int64_t>() <= INT32_MAX;
+        if (!fits)
+          fail_arg(where + "\"tokens\" element " + std::to_string(ids.size()) + " (" + t.dump() +
+                   ") is not a token id");
+        ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
       }
       out.emplace_back(std::move(ids));
     } else {

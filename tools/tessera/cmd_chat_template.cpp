@@ -32,12 +32,7 @@ void add_chat_template_command(CLI::App& app) {
       if (!f) fail(ErrorKind::io, "cannot read " + a->messages);
       std::ostringstream ss;
       ss << f.rdbuf();
-      nlohmann::ordered_json messages;
-      try {
-        messages = nlohmann::ordered_json::parse(ss.str());
-      } catch (const nlohmann::json::exception& e) {
-        fail_arg(a->messages + ": not valid JSON: " + e.what());
-      }
+      const auto messages = parse_json<nlohmann::ordered_json>(ss.str(), a->messages);
       if (!messages.is_array()) fail_arg(a->messages + ": expected a JSON array of messages");
       for (size_t i = 0; i < messages.size(); ++i)
         if (!messages[i].is_object())

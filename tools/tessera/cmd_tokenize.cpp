@@ -45,6 +45,7 @@ int tokenize_jsonl(const Tokenizer& tok, const std::string& file, bool special, 
     ++n;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    check_json_depth(line, "--jsonl " + file + ":" + std::to_string(n));
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("text") || !j["text"].is_string()) {
       fail_arg("--jsonl " + file + ":" + std::to_string(n) + ": expected {\"text\": string}");
