@@ -4,11 +4,11 @@
 Run on the GPU machine with a sentence-transformers directory tessera loads (causal pooling;
 Qwen3-Embedding-0.6B's layout, or a random-weight one from make_embedding_fixtures.py):
 
-  python3 scripts/bench/embed_vs_st.py --model DIR [--tessera build/tessera] [--n 256 --len 64]
+  python3 scripts/bench/embed_vs_st.py --model DIR [--bench build/tessera_embed_bench] [--n 256 --len 64]
 
 Both get the same token ids (so tokenizers do not enter), ST through SentenceTransformer.forward
 in one batch of n (bf16, no padding: every input has the same length), tessera through
-`tessera embed --input FILE.jsonl` (its stderr line's time excludes loading). Prints both times,
+tessera_embed_bench (Engine::embed in one process: a warm-up call, then the best of --repeat). Prints both times,
 the ratio, and the worst cosine between the two sets of vectors.
 """
 import argparse, json, os, re, subprocess, sys, tempfile, time
@@ -20,7 +20,7 @@ from sentence_transformers import SentenceTransformer
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
-    ap.add_argument("--tessera", default="build/tessera")
+    ap.add_argument("--bench", default="build/tessera_embed_bench")
     ap.add_argument("--n", type=int, default=256)
     ap.add_argument("--len", type=int, default=64)
     ap.add_argument("--repeat", type=int, default=5)
@@ -42,18 +42,19 @@ def main():
     st_ms = best * 1e3
 
     with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "in.jsonl")
+        path, emb = os.path.join(d, "in.jsonl"), os.path.join(d, "out.jsonl")
         with open(path, "w") as f:
             for row in ids.tolist():
                 f.write(json.dumps({"tokens": row}) + "\n")
-        tess_ms, out = 1e9, None
-        for _ in range(a.repeat):
-            r = subprocess.run([a.tessera, "embed", "--model", a.model, "--input", path, "--device", "cuda",
-                                "--dtype", "bf16", "--context", str(a.len + 16)],
-                               capture_output=True, text=True, check=True)
-            m = re.search(r"in ([\d.]+) ms", r.stderr)
-            tess_ms = min(tess_ms, float(m.group(1)))
-            out = r.stdout
+        # In one process after a warm-up call, as ST above (tessera_embed_bench).
+        r = subprocess.run([a.bench, "--model", a.model, "--input", path, "--device", "cuda",
+                            "--dtype", "bf16", "--context", str(a.len + 16), "--repeat", str(a.repeat),
+                            "--out", emb], capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit("tessera_embed_bench failed: " + r.stderr)
+        print(r.stdout.strip())
+        tess_ms = float(re.search(r"best ([\d.]+) ms", r.stdout).group(1))
+        out = open(emb).read()
     got = torch.tensor([json.loads(l)["embedding"] for l in out.splitlines()]).cuda()
     cos = torch.nn.functional.cosine_similarity(got, ref, dim=1)
     print(f"sentence-transformers {st_ms:.1f} ms, tessera {tess_ms:.1f} ms: {st_ms / tess_ms:.2f}x; "

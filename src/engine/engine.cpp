@@ -2,7 +2,6 @@
 // continuous-batching scheduler that every call goes through.
 #include "tessera/engine.h"
 
-#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -18,6 +17,7 @@
 #include "engine/embed_output.h"
 #include "engine/engine_policy.h"
 #include "engine/kv_pool.h"
+#include "engine/load_progress.h"
 #include "engine/output_processor.h"
 #include "engine/request_prep.h"
 #include "engine/request_streams.h"
@@ -445,7 +445,7 @@ class EngineImpl final : public Engine {
     LoadOptions lo;
     lo.dtype = o.dtype;
     lo.quantize_bits = o.quantize;
-    if (o.progress) lo.progress = progress_printer();
+    if (o.progress) lo.progress = load_progress_printer();
     model_ = load_model(*dir_, *backend_, lo);
     dir_->release_pages();  // the backend holds its own copy now (RSS, not correctness)
     if (!dir_->gguf())      // a sentence-transformers directory's pooling, Dense and Normalize
@@ -570,19 +570,6 @@ class EngineImpl final : public Engine {
       m.generated_tokens_per_s = m.generated_tokens / s;
     }
     m.peak_memory_bytes = memory_tracker(backend_->device()).peak();
-  }
-
-  static std::function<void(size_t, size_t)> progress_printer() {
-    if (!isatty(2)) return {};
-    return [last = -1](size_t done, size_t total) mutable {
-      const int pct = total ? static_cast<int>(100.0 * done / total) : 100;
-      if (pct == last) return;
-      last = pct;
-      const int w = 40, fill = pct * w / 100;
-      std::fprintf(stderr, "\rloading [%.*s%*s] %3d%% %s / %s", fill,
-                   "########################################", w - fill, "", pct,
-                   format_bytes(done).c_str(), format_bytes(total).c_str());
-    };
   }
 
   EngineOptions opts_;

@@ -1,5 +1,7 @@
 #include "engine/request_prep.h"
 
+#include "engine/kv_pool.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -129,6 +131,27 @@ std::vector<int32_t> stop_ids_for(const GenerateOptions& g, std::span<const int3
   for (int32_t id : g.stop_token_ids)
     if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
   return ids;
+}
+
+// Why a request can never run (empty when it can): an empty prompt, more positions than the
+// context, or more KV blocks than the whole pool holds.
+std::string admission_error(std::span<const int32_t> prompt, int vocab, int need, int context,
+                            const KvPool& pool, int step_tokens) {
+  const int prompt_len = static_cast<int>(prompt.size());
+  if (prompt_len == 0) return "the prompt is empty";
+  if (std::string why = token_range_error(prompt, vocab); !why.empty()) return "prompt: " + why;
+  if (need > context)
+    return "the request needs " + std::to_string(need) + " positions (" +
+           std::to_string(prompt_len) + " prompt tokens + " + std::to_string(need - prompt_len) +
+           " max tokens) but the context length is " + std::to_string(context);
+  std::string why;
+  for (int g = 0; g < pool.num_groups(); ++g)
+    if (pool.blocks_needed(g, need, step_tokens) > pool.total_blocks(g))
+      why = "the request needs more KV blocks (" +
+            std::to_string(pool.blocks_needed(g, need, step_tokens)) +
+            ") than the whole pool holds (" + std::to_string(pool.total_blocks(g)) +
+            "); raise the KV memory or shorten the request";
+  return why;
 }
 
 }  // namespace tessera

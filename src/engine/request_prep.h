@@ -12,6 +12,7 @@
 namespace tessera {
 
 class Tokenizer;
+class KvPool;
 
 // A generation's options, before its prompt is known: sampling (validate_sampling_options),
 // max_tokens in [1, context] (unless max_tokens_to_context), min_tokens in [0, max_tokens],
@@ -44,5 +45,11 @@ void check_classify_context(int prompt_tokens, int context_length);
 
 // The ids a generation stops on: the EOS set unless ignore_eos, then stop_token_ids not in it.
 std::vector<int32_t> stop_ids_for(const GenerateOptions& g, std::span<const int32_t> eos);
+
+// Why a request can never run (empty when it can), checked at the scheduler's admission: an
+// empty prompt, an id outside [0, vocab) (token_range_error), more positions than the context,
+// or more KV blocks than the whole pool holds.
+std::string admission_error(std::span<const int32_t> prompt, int vocab, int need, int context,
+                            const KvPool& pool, int step_tokens);
 
 }  // namespace tessera

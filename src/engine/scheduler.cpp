@@ -57,31 +57,6 @@ struct Scheduler::Sequence {
   }
 };
 
-namespace {
-
-// Why a request can never run (empty when it can): an empty prompt, more positions than the
-// context, or more KV blocks than the whole pool holds.
-std::string admission_error(std::span<const int32_t> prompt, int vocab, int need, int context,
-                            const KvPool& pool, int step_tokens) {
-  const int prompt_len = static_cast<int>(prompt.size());
-  if (prompt_len == 0) return "the prompt is empty";
-  if (std::string why = token_range_error(prompt, vocab); !why.empty()) return "prompt: " + why;
-  if (need > context)
-    return "the request needs " + std::to_string(need) + " positions (" +
-           std::to_string(prompt_len) + " prompt tokens + " + std::to_string(need - prompt_len) +
-           " max tokens) but the context length is " + std::to_string(context);
-  std::string why;
-  for (int g = 0; g < pool.num_groups(); ++g)
-    if (pool.blocks_needed(g, need, step_tokens) > pool.total_blocks(g))
-      why = "the request needs more KV blocks (" +
-            std::to_string(pool.blocks_needed(g, need, step_tokens)) +
-            ") than the whole pool holds (" + std::to_string(pool.total_blocks(g)) +
-            "); raise the KV memory or shorten the request";
-  return why;
-}
-
-}  // namespace
-
 Scheduler::Scheduler(Model& model, KvPool& pool, const SchedulerOptions& opts)
     : model_(model), pool_(pool), opts_(opts) {
   stats_.kv_blocks_total = pool_.total_blocks_all();
