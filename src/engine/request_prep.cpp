@@ -106,6 +106,16 @@ void check_classify_context(int prompt_tokens, int context_length) {
         "context_length_exceeded");
 }
 
+void check_whole_prompt(int prompt_tokens, int step_tokens) {
+  if (prompt_tokens > step_tokens)
+    bad("input",
+        "the input has " + std::to_string(prompt_tokens) +
+            " tokens but this model's attention is bidirectional, so an input runs whole in one "
+            "step of at most " +
+            std::to_string(step_tokens) + " tokens (--batch-tokens)",
+        "context_length_exceeded");
+}
+
 std::vector<int32_t> stop_ids_for(const GenerateOptions& g, std::span<const int32_t> eos) {
   std::vector<int32_t> ids;
   if (!g.ignore_eos) ids.assign(eos.begin(), eos.end());

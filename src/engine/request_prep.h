@@ -29,6 +29,9 @@ int resolve_max_tokens(const GenerateOptions& g, int prompt_tokens, int context_
 void check_context(int prompt_tokens, int max_tokens, int context_length, const std::string& field);
 // A prompt to classify within the context.
 void check_classify_context(int prompt_tokens, int context_length);
+// A bidirectional model's input within one forward step (its tokens see the later ones, so it
+// cannot be chunked): code context_length_exceeded, naming --batch-tokens.
+void check_whole_prompt(int prompt_tokens, int step_tokens);
 
 // The ids a generation stops on: the EOS set unless ignore_eos, then stop_token_ids not in it.
 std::vector<int32_t> stop_ids_for(const GenerateOptions& g, std::span<const int32_t> eos);

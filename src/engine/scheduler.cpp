@@ -73,6 +73,19 @@ std::string admission_error(int prompt_len, int need, int context, const KvPool&
   return why;
 }
 
+// A bidirectional model's request (PlanSeq::whole): only embeddings (each position's K/V depend
+// on later tokens, so no decode step or chunk could extend them), each within one step's tokens.
+std::string whole_prompt_error(int prompt_len, int step_tokens, bool embedding) {
+  if (!embedding)
+    return "this model has bidirectional attention (use_bidirectional_attention: an embedding "
+           "model): it only embeds";
+  if (prompt_len > step_tokens)
+    return "the input has " + std::to_string(prompt_len) +
+           " tokens but a bidirectional model's input runs whole in one step of at most " +
+           std::to_string(step_tokens) + " tokens (--batch-tokens)";
+  return "";
+}
+
 }  // namespace
 
 Scheduler::Scheduler(Model& model, KvPool& pool, const SchedulerOptions& opts)
@@ -147,9 +160,11 @@ void Scheduler::admit_new() {
                             static_cast<uint64_t>(Clock::now().time_since_epoch().count());
     s->history = PenaltyHistory(so, s->tokens);
     // Requests that can never run fail at once.
-    const std::string why =
-        admission_error(s->prompt_len, s->prompt_len + s->spec.positions_after_prompt,
-                        opts_.context_length, pool_, opts_.max_batch_tokens);
+    std::string why = admission_error(s->prompt_len, s->prompt_len + s->spec.positions_after_prompt,
+                                      opts_.context_length, pool_, opts_.max_batch_tokens);
+    if (why.empty() && model_.info().bidirectional)
+      why =
+          whole_prompt_error(s->prompt_len, opts_.max_batch_tokens, s->spec.output->wants_hidden());
     if (!why.empty()) {
       finish(*s, FinishReason::error, why);
       continue;
@@ -271,6 +286,7 @@ PlanSeq Scheduler::plan_seq(const Sequence& s, int id) const {
   p.inflight = s.inflight;
   p.inflight_last = s.inflight && s.inflight_is_last(opts_.context_length);
   p.inflight_row = s.inflight_row;
+  p.whole = model_.info().bidirectional;
   return p;
 }
 
@@ -377,6 +393,7 @@ void Scheduler::run_batch() {
     e.logits_last = s.computed + c.tokens >= static_cast<int>(s.tokens.size());
   }
   HostBatch hb = build_batch(pool_, entries_);
+  hb.causal = !model_.info().bidirectional;
   // The forward picks the greedy ids itself when every row will be sampled plainly, as far as is
   // known now; sample() checks again once the previous step's ids are in (they can end a
   // min_tokens suppression).
