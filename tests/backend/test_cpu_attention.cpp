@@ -247,6 +247,8 @@ TEST(CpuAttention, BidirectionalMatchesDenseReference) {
     check_dense({8, 1, 48, 4, DType::f32, window, 0.f, {{9, 17}, {0, 3}}, false},
                 "head dim 48, after a cached prefix" + w);
     check_dense({4, 2, 64, 16, DType::f32, window, 3.f, {{0, 33}}, false}, "softcap 3" + w);
+    // One work item over many keys: its key range is split across threads and merged.
+    check_dense({4, 1, 64, 16, DType::bf16, window, 0.f, {{1200, 4}}, false}, "split keys" + w);
   }
   check_dense({4, 1, 64, 16, DType::bf16, 0, 0.f, {{0, 1500}}, false}, "one long prompt");
   // The causal mode against the same reference, so that the reference's mask is the one that
@@ -256,7 +258,9 @@ TEST(CpuAttention, BidirectionalMatchesDenseReference) {
 
 // A bidirectional token sees later keys: the first token's output changes with the last key.
 TEST(CpuAttention, BidirectionalSeesLaterKeys) {
-  struct Setup s{2, 1, 32, 16, DType::f32, 0, 0.f, {{0, 8}}, false};  // not gtest's Setup()
+  struct Setup s {
+    2, 1, 32, 16, DType::f32, 0, 0.f, {{0, 8}}, false
+  };  // not gtest's Setup()
   World a(s), b(s);
   const int cols = (s.nh + 2 * s.nkv) * s.hd;
   for (int d = 0; d < s.hd; ++d) b.qkv[7 * cols + (s.nh + s.nkv) * s.hd + d] += 1.f;  // v of 7
