@@ -331,6 +331,7 @@ class EngineImpl final : public Engine {
   // prepare() once the options have passed validate(): max_tokens, the context, the stop ids.
   PreparedRequest prepare_checked(std::vector<int32_t> ids, const GenerateOptions& g,
                                   const std::string& field) const {
+    check_not_embedding_only(info().bidirectional, "generate");
     PreparedRequest r;
     const int n = static_cast<int>(ids.size());
     r.prompt = std::move(ids);
@@ -343,6 +344,7 @@ class EngineImpl final : public Engine {
   }
 
   PreparedClassify prepare_checked(const Prompt& prompt, const ClassifyOptions& o) const {
+    check_not_embedding_only(info().bidirectional, "classify");
     PreparedClassify r;
     r.prompt = prompt_ids(prompt, o.add_special_tokens);
     check_classify_context(static_cast<int>(r.prompt.size()), context_);

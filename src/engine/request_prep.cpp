@@ -116,6 +116,14 @@ void check_whole_prompt(int prompt_tokens, int step_tokens) {
         "context_length_exceeded");
 }
 
+void check_not_embedding_only(bool bidirectional, const std::string& what) {
+  if (bidirectional)
+    bad("model",
+        "this model's attention is bidirectional (use_bidirectional_attention: an embedding "
+        "model): it only embeds, it cannot " +
+            what);
+}
+
 std::vector<int32_t> stop_ids_for(const GenerateOptions& g, std::span<const int32_t> eos) {
   std::vector<int32_t> ids;
   if (!g.ignore_eos) ids.assign(eos.begin(), eos.end());

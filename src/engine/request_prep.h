@@ -32,6 +32,8 @@ void check_classify_context(int prompt_tokens, int context_length);
 // A bidirectional model's input within one forward step (its tokens see the later ones, so it
 // cannot be chunked): code context_length_exceeded, naming --batch-tokens.
 void check_whole_prompt(int prompt_tokens, int step_tokens);
+// A bidirectional model only embeds: `what` (generate, classify) is refused, field "model".
+void check_not_embedding_only(bool bidirectional, const std::string& what);
 
 // The ids a generation stops on: the EOS set unless ignore_eos, then stop_token_ids not in it.
 std::vector<int32_t> stop_ids_for(const GenerateOptions& g, std::span<const int32_t> eos);

@@ -109,6 +109,14 @@ TEST(EmbedSentenceTransformers, BidirectionalInputsRunWhole) {
     const GenerateResult r = engine->generate(Prompt{seqs[1]}, g);
     EXPECT_EQ(r.finish_reason, FinishReason::error);
     EXPECT_NE(r.error.find("only embeds"), std::string::npos) << r.error;
+    try {
+      engine->prepare(Prompt{seqs[1]}, g);
+      ADD_FAILURE() << "a generation was prepared";
+    } catch (const RequestError& e) {
+      EXPECT_EQ(e.field(), "model");
+    }
+    const auto c = engine->classify({Prompt{seqs[1]}}, ClassifyOptions{});
+    EXPECT_NE(c[0].error.find("it cannot classify"), std::string::npos) << c[0].error;
   }
   o.max_batch_tokens = 0;  // the default: at least the context, so the 41 tokens fit one step
   auto engine = Engine::load(o);
