@@ -29,6 +29,10 @@ struct ModelInfo {
   int max_position_embeddings = 0;
   std::vector<std::string> layer_types;  // "full_attention" / "sliding_attention" per layer
   int sliding_window = 0;                // 0 when no layer slides
+  // Every token attends to every other one of its sequence (within the sliding window on sliding
+  // layers): an embedding model such as EmbeddingGemma (config.json's
+  // use_bidirectional_attention). Its prompts run whole, in one forward step, and it only embeds.
+  bool bidirectional = false;
   bool tied_embeddings = false;
   DType checkpoint_dtype = DType::f32;  // as stored (the most common dtype among the tensors)
   DType weight_dtype = DType::f32;      // as held in memory

@@ -194,6 +194,9 @@ struct BatchView {
   bool greedy_ids = false;
   // HostBatch::hidden_states: the forward leaves every row's final norm for the caller.
   bool hidden_states = false;
+  // HostBatch::causal: false, every new token also sees the later keys of its sequence
+  // (ComputeBackend::attention).
+  bool causal = true;
 };
 
 // The host-side batch a scheduler builds; ComputeBackend::upload turns it into a BatchView.
@@ -221,6 +224,10 @@ struct HostBatch {
   // Some rows' final hidden states are wanted (embeddings): the forward returns the final norm
   // of every row (ForwardOutput::hidden). A backend does not capture such a forward.
   bool hidden_states = false;
+  // Causal attention for every sequence of the batch; false: bidirectional (an embedding model's
+  // prompt, whole in one step: EmbeddingGemma, transformers' Gemma 3 with
+  // use_bidirectional_attention). One flag per batch: the scheduler never mixes the two.
+  bool causal = true;
 
   int num_tokens() const { return static_cast<int>(tokens.size()); }
   int num_seqs() const { return static_cast<int>(seq_q_len.size()); }
@@ -384,8 +391,13 @@ class ComputeBackend {
   // Writes each token's k and v (from qkv) into the paged cache at slot_mapping[t].
   virtual void kv_store(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv,
                         const int32_t* slot_mapping) = 0;
-  // Causal attention of each token's q heads over its own sequence's cached K/V (GQA: head h
-  // reads kv head h / (nh / nkv)); keys at positions <= p and, when window > 0, > p - window.
+  // Attention of each token's q heads over its own sequence's cached K/V (GQA: head h reads kv
+  // head h / (nh / nkv)). With b.causal, the token at position p sees keys at positions <= p
+  // and, when window > 0, > p - window. Without (bidirectional), every key of its sequence
+  // (positions < seq_kv_len) and, when window > 0, only those with |p - key| < window: the mask
+  // of transformers' Gemma 3 with use_bidirectional_attention (modeling_gemma3.py,
+  // _bidirectional_window_overlay; the model passes its halved window). A sequence's last new
+  // token is at seq_kv_len - 1, where both modes see the same keys.
   // scores = softcap(q.k * scale) when softcap > 0. out [T, nh hd].
   virtual void attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv,
                          const BatchView& b, int group, float scale, int window, float softcap,

@@ -67,7 +67,8 @@ class EngineImpl final : public Engine {
     eos_ = find_eos_set();
     context_ = context_length_for(o.context_length, info().max_position_embeddings, gpu);
     SchedulerOptions so;
-    so.max_batch_tokens = max_batch_tokens_for(o.max_batch_tokens, gpu);
+    so.max_batch_tokens =
+        max_batch_tokens_for(o.max_batch_tokens, gpu, info().bidirectional ? context_ : 0);
     so.max_seqs = max_seqs_for(o.max_seqs, gpu);
     so.context_length = context_;
     so.prefix_cache = o.prefix_cache;
@@ -128,6 +129,8 @@ class EngineImpl final : public Engine {
     PreparedEmbed r{prompt_ids(with_st_prompt(prompt, o, st_), o.add_special_tokens),
                     resolve_embed_options(o, st_, model_->info().hidden_size)};
     check_classify_context(static_cast<int>(r.prompt.size()), context_);
+    if (info().bidirectional)  // its tokens see each other: one step, never chunked
+      check_whole_prompt(static_cast<int>(r.prompt.size()), sched_->options().max_batch_tokens);
     return r;
   }
   int embedding_size() const override { return embedding_size_of(st_, model_->info().hidden_size); }
@@ -333,6 +336,7 @@ class EngineImpl final : public Engine {
   // prepare() once the options have passed validate(): max_tokens, the context, the stop ids.
   PreparedRequest prepare_checked(std::vector<int32_t> ids, const GenerateOptions& g,
                                   const std::string& field) const {
+    check_not_embedding_only(info().bidirectional, "generate");
     PreparedRequest r;
     const int n = static_cast<int>(ids.size());
     r.prompt = std::move(ids);
@@ -345,6 +349,7 @@ class EngineImpl final : public Engine {
   }
 
   PreparedClassify prepare_checked(const Prompt& prompt, const ClassifyOptions& o) const {
+    check_not_embedding_only(info().bidirectional, "classify");
     PreparedClassify r;
     r.prompt = prompt_ids(prompt, o.add_special_tokens);
     check_classify_context(static_cast<int>(r.prompt.size()), context_);
@@ -539,6 +544,7 @@ class EngineImpl final : public Engine {
       kv.release_all();  // the next prefill's writes to these blocks follow on the same stream
     }
     backend_->synchronize();                  // a failure shows here, at load
+    if (info().bidirectional) return;         // an embedding model: it generates nothing
     const int n = std::min(8, context_ / 2);  // a context of 8 positions or fewer: half of it
     GenerateOptions g;
     g.max_tokens = std::min(4, context_ - n);

@@ -34,8 +34,8 @@ int context_length_for(int requested, int max_position_embeddings, bool gpu) {
   return ctx;
 }
 
-int max_batch_tokens_for(int requested, bool gpu) {
-  return requested > 0 ? requested : (gpu ? 8192 : 512);
+int max_batch_tokens_for(int requested, bool gpu, int whole_prompt) {
+  return requested > 0 ? requested : std::max(gpu ? 8192 : 512, whole_prompt);
 }
 
 int max_seqs_for(int requested, bool gpu) {

@@ -24,8 +24,10 @@ std::vector<int32_t> eos_set(std::span<const int> config_ids, std::optional<int3
 // Positions per sequence: `requested`, or min(max_position_embeddings, 32768 on a GPU, 8192 on
 // the CPU) when 0. Throws Error(invalid_argument) when above max_position_embeddings.
 int context_length_for(int requested, int max_position_embeddings, bool gpu);
-// Tokens per forward step: `requested`, or 8192 on a GPU and 512 on the CPU when not positive.
-int max_batch_tokens_for(int requested, bool gpu);
+// Tokens per forward step: `requested`, or 8192 on a GPU and 512 on the CPU when not positive,
+// and then at least whole_prompt (a bidirectional model's context: its inputs run whole in one
+// step, so that by default every input the context takes fits; 0: none).
+int max_batch_tokens_for(int requested, bool gpu, int whole_prompt = 0);
 // Sequences running at once: `requested`, or 256 on a GPU and 16 on the CPU when not positive.
 int max_seqs_for(int requested, bool gpu);
 

@@ -125,6 +125,24 @@ void check_classify_context(int prompt_tokens, int context_length) {
         "context_length_exceeded");
 }
 
+void check_whole_prompt(int prompt_tokens, int step_tokens) {
+  if (prompt_tokens > step_tokens)
+    bad("input",
+        "the input has " + std::to_string(prompt_tokens) +
+            " tokens but this model's attention is bidirectional, so an input runs whole in one "
+            "step of at most " +
+            std::to_string(step_tokens) + " tokens (--batch-tokens)",
+        "context_length_exceeded");
+}
+
+void check_not_embedding_only(bool bidirectional, const std::string& what) {
+  if (bidirectional)
+    bad("model",
+        "this model's attention is bidirectional (use_bidirectional_attention: an embedding "
+        "model): it only embeds, it cannot " +
+            what);
+}
+
 std::vector<int32_t> stop_ids_for(const GenerateOptions& g, std::span<const int32_t> eos) {
   std::vector<int32_t> ids;
   if (!g.ignore_eos) ids.assign(eos.begin(), eos.end());
@@ -152,6 +170,17 @@ std::string admission_error(std::span<const int32_t> prompt, int vocab, int need
             ") than the whole pool holds (" + std::to_string(pool.total_blocks(g)) +
             "); raise the KV memory or shorten the request";
   return why;
+}
+
+std::string whole_prompt_error(int prompt_len, int step_tokens, bool embedding) {
+  if (!embedding)
+    return "this model has bidirectional attention (use_bidirectional_attention: an embedding "
+           "model): it only embeds";
+  if (prompt_len > step_tokens)
+    return "the input has " + std::to_string(prompt_len) +
+           " tokens but a bidirectional model's input runs whole in one step of at most " +
+           std::to_string(step_tokens) + " tokens (--batch-tokens)";
+  return "";
 }
 
 }  // namespace tessera

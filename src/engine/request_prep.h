@@ -42,6 +42,11 @@ int resolve_max_tokens(const GenerateOptions& g, int prompt_tokens, int context_
 void check_context(int prompt_tokens, int max_tokens, int context_length, const std::string& field);
 // A prompt to classify within the context.
 void check_classify_context(int prompt_tokens, int context_length);
+// A bidirectional model's input within one forward step (its tokens see the later ones, so it
+// cannot be chunked): code context_length_exceeded, naming --batch-tokens.
+void check_whole_prompt(int prompt_tokens, int step_tokens);
+// A bidirectional model only embeds: `what` (generate, classify) is refused, field "model".
+void check_not_embedding_only(bool bidirectional, const std::string& what);
 
 // The ids a generation stops on: the EOS set unless ignore_eos, then stop_token_ids not in it.
 std::vector<int32_t> stop_ids_for(const GenerateOptions& g, std::span<const int32_t> eos);
@@ -51,5 +56,9 @@ std::vector<int32_t> stop_ids_for(const GenerateOptions& g, std::span<const int3
 // or more KV blocks than the whole pool holds.
 std::string admission_error(std::span<const int32_t> prompt, int vocab, int need, int context,
                             const KvPool& pool, int step_tokens);
+
+// A bidirectional model's request (PlanSeq::whole): only embeddings (each position's K/V depend
+// on later tokens, so no decode step or chunk could extend them), each within one step's tokens.
+std::string whole_prompt_error(int prompt_len, int step_tokens, bool embedding);
 
 }  // namespace tessera

@@ -132,9 +132,12 @@ void Scheduler::admit_new() {
       continue;
     }
     // Requests that can never run fail at once, before any of their ids index anything.
-    const std::string why = admission_error(s->tokens, model_.info().vocab_size,
-                                            s->prompt_len + s->spec.positions_after_prompt,
-                                            opts_.context_length, pool_, opts_.max_batch_tokens);
+    std::string why = admission_error(s->tokens, model_.info().vocab_size,
+                                      s->prompt_len + s->spec.positions_after_prompt,
+                                      opts_.context_length, pool_, opts_.max_batch_tokens);
+    if (why.empty() && model_.info().bidirectional)
+      why =
+          whole_prompt_error(s->prompt_len, opts_.max_batch_tokens, s->spec.output->wants_hidden());
     if (!why.empty()) {
       finish(*s, FinishReason::error, why);
       continue;
@@ -275,6 +278,7 @@ PlanSeq Scheduler::plan_seq(const Sequence& s, int id) const {
   p.inflight = s.inflight;
   p.inflight_last = s.inflight && s.inflight_is_last(opts_.context_length);
   p.inflight_row = s.inflight_row;
+  p.whole = model_.info().bidirectional;
   return p;
 }
 
@@ -381,6 +385,7 @@ void Scheduler::run_batch() {
     e.logits_last = s.computed + c.tokens >= static_cast<int>(s.tokens.size());
   }
   HostBatch hb = build_batch(pool_, entries_);
+  hb.causal = !model_.info().bidirectional;
   // The forward picks the greedy ids itself when every row will be sampled plainly, as far as is
   // known now; sample() checks again once the previous step's ids are in (they can end a
   // min_tokens suppression).

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
@@ -27,27 +26,22 @@ json read_json(const fs::path& p) {
   }
 }
 
-// ref: sentence_transformers/models/Pooling.py: the pooling_mode_* booleans of its config
-// (what published models ship), or, as sentence-transformers 5 writes it, "pooling_mode": a
-// name ("mean", "cls", "lasttoken", ...) or a list of names.
+// ref: sentence_transformers' Pooling (sentence_transformer/modules/pooling.py): config.json's
+// "pooling_mode" (a mode name, or a list of them to concatenate: what sentence-transformers 5+
+// writes) or the older pooling_mode_* booleans, which it converts (none set: mean). tessera pools
+// with exactly one of mean, cls and lasttoken.
 Pooling read_pooling(const fs::path& p) {
   const json c = read_json(p);
-  std::vector<std::string> on;
-  for (auto it = c.begin(); it != c.end(); ++it)
-    if (it.key().rfind("pooling_mode_", 0) == 0 && it->is_boolean() && it->get<bool>())
-      on.push_back(it.key());
-  if (on.empty() && c.contains("pooling_mode")) {
-    static const std::map<std::string, std::string> kName = {
-        {"mean", "pooling_mode_mean_tokens"},
-        {"cls", "pooling_mode_cls_token"},
-        {"lasttoken", "pooling_mode_lasttoken"}};
+  std::vector<std::string> on;  // the modes, as the file names them
+  if (c.contains("pooling_mode")) {
     const json& m = c["pooling_mode"];
-    for (const json& n : m.is_array() ? m : json::array({m})) {
-      if (!n.is_string())
-        fail(ErrorKind::invalid_model, p.string() + ": pooling_mode must be a name or names");
-      const auto it = kName.find(n.get<std::string>());
-      on.push_back(it != kName.end() ? it->second : "pooling_mode " + n.get<std::string>());
-    }
+    for (const json& e : m.is_array() ? m : json::array({m}))
+      on.push_back(e.is_string() ? e.get<std::string>() : e.dump());
+  } else {
+    for (auto it = c.begin(); it != c.end(); ++it)
+      if (it.key().rfind("pooling_mode_", 0) == 0 && it->is_boolean() && it->get<bool>())
+        on.push_back(it.key());
+    if (on.empty()) on.push_back("mean");
   }
   if (on.size() != 1)
     fail(ErrorKind::unsupported, p.string() + ": " + std::to_string(on.size()) +
@@ -55,9 +49,9 @@ Pooling read_pooling(const fs::path& p) {
                                      "(mean, CLS or last token)");
   if (c.value("include_prompt", true) == false)
     fail(ErrorKind::unsupported, p.string() + ": include_prompt false is not supported");
-  if (on[0] == "pooling_mode_mean_tokens") return Pooling::mean;
-  if (on[0] == "pooling_mode_cls_token") return Pooling::cls;
-  if (on[0] == "pooling_mode_lasttoken") return Pooling::last;
+  if (on[0] == "pooling_mode_mean_tokens" || on[0] == "mean") return Pooling::mean;
+  if (on[0] == "pooling_mode_cls_token" || on[0] == "cls") return Pooling::cls;
+  if (on[0] == "pooling_mode_lasttoken" || on[0] == "lasttoken") return Pooling::last;
   fail(ErrorKind::unsupported, p.string() + ": " + on[0] + " is not supported (mean, CLS or last)");
 }
 

@@ -93,6 +93,7 @@ const StepPlan& StepPlanner::plan(const PlannerState& state, KvLedger& kv) {
     const PlanSeq& s = running_[i].seq;
     if (running_[i].in_batch || s.pending() <= 0 || s.inflight) continue;
     const int n = std::min(s.pending(), budget);
+    if (s.whole && n < s.pending()) continue;  // waits for a step with room for all of it
     if (!make_room(i, n, kv)) continue;
     running_[i].in_batch = true;
     plan_.batch.push_back({running_[i].seq.id, n, -1});
@@ -104,6 +105,14 @@ const StepPlan& StepPlanner::plan(const PlannerState& state, KvLedger& kv) {
     PlanSeq& h = head();
     if (h.computed == 0) h.computed = kv.adopt_prefix(h.id);
     const int n = std::min(h.pending(), budget);
+    if (h.whole && n < h.pending()) {
+      if (h.pending() <= state.budget) break;  // a later step has room for all of it
+      kv.release(h.id);
+      h.computed = 0;
+      plan_.failed.push_back(h.id);  // no step ever has
+      pop_head();
+      continue;
+    }
     if (!kv.reserve(h.id, n)) {
       kv.release(h.id);
       h.computed = 0;

@@ -11,6 +11,10 @@
 //     max_seqs allow: a sequence adopts its cached prefix and its first chunk's blocks must be free
 //     now. The first one that does not fit stops admission; it fails instead when nothing is
 //     running and nothing else is in the step (then it never will fit).
+// A `whole` sequence (a bidirectional model's prompt: each token sees the later ones, which a
+// chunk would not have) is never chunked: it runs all its pending tokens in one step or waits
+// for a step with room for them; one longer than the whole budget fails (the scheduler refuses
+// such a request before it gets here).
 // A running sequence whose tokens do not fit preempts the most recently admitted running sequence
 // not in this step (by recomputation: its blocks released, it goes back to the head of the queue),
 // again until they fit or nothing younger is left; a decode that still does not fit preempts
@@ -34,6 +38,7 @@ struct PlanSeq {
   bool inflight = false;
   bool inflight_last = false;
   int inflight_row = -1;
+  bool whole = false;  // its pending tokens run in one chunk or not at all
 
   int pending() const { return tokens - computed; }
 };

@@ -34,6 +34,9 @@ ForwardPass begin_forward(ComputeBackend& be, const DecoderConfig& c, const Host
                           std::span<const KvLayerView> kv) {
   TS_ASSERT(hb.num_tokens() > 0 && kv.size() == static_cast<size_t>(c.layers));
   ForwardPass f{be, c, be.upload(hb), {}};
+  // A bidirectional model's attention is bidirectional in every batch (warm-ups, `tessera
+  // logits`), not only in those its scheduler marks; the flag is read on the host.
+  if (c.bidirectional) f.b.causal = false;
   const int T = f.b.num_tokens, R = std::max(f.b.num_logit_rows, 1);
   be.scratch_reset();
   const DType act = be.act_dtype();

@@ -25,6 +25,9 @@ struct DecoderConfig {
   bool qkv_bias = false;        // self_attn.q/k/v_proj.bias (Qwen 2, Llama's attention_bias)
   bool o_bias = false;          // self_attn.o_proj.bias (Llama's attention_bias)
   float norm_add = 0.0f;        // added to every norm weight at load: Gemma's x * (1 + w)
+  // Bidirectional attention (ModelInfo::bidirectional): every forward runs non-causal
+  // (BatchView::causal false), whatever the batch asked.
+  bool bidirectional = false;
 
   // Per layer, [layers] each.
   std::vector<int> window = {};       // attention window in tokens, 0: full attention

@@ -1,4 +1,5 @@
-// Gemma 3 text models (Gemma3ForCausalLM, and the text part of Gemma3ForConditionalGeneration).
+// Gemma 3 text models (Gemma3ForCausalLM, the text part of Gemma3ForConditionalGeneration, and
+// Gemma3TextModel with use_bidirectional_attention: EmbeddingGemma).
 // ref: transformers models/gemma3/modeling_gemma3.py (Gemma3TextModel, Gemma3DecoderLayer).
 // What sets Gemma 3 apart from Llama:
 // - embeddings scaled by sqrt(hidden) rounded to the weight dtype (Gemma3TextScaledWordEmbedding);
@@ -72,9 +73,8 @@ void Gemma3Model::read_config(const ConfigReader& c, const ModelDir& dir) {
   d.bos_token_id = 2;
   d.pad_token_id = 0;
   read_common_config(c, dir, d, in);
-  if (c.get_bool("use_bidirectional_attention", false))
-    fail(ErrorKind::unsupported,
-         c.file + ": use_bidirectional_attention=true (embedding models) is not supported");
+  // EmbeddingGemma: every token sees every other one (ModelInfo::bidirectional).
+  in.bidirectional = c.get_bool("use_bidirectional_attention", false);
   if (c.get_bool("attention_bias", false))
     fail(ErrorKind::unsupported, c.file + ": attention_bias=true is not supported for Gemma 3");
   std::string act =
@@ -92,6 +92,11 @@ void Gemma3Model::read_config(const ConfigReader& c, const ModelDir& dir) {
       in.layer_types.push_back((i + 1) % pattern ? "sliding_attention" : "full_attention");
   }
   if (in.sliding_window <= 0) c.bad("sliding_window", "must be positive");
+  // A bidirectional model's sliding layers see keys with |q - k| < sliding_window // 2 + 1:
+  // transformers' Gemma3TextConfig halves the window when use_bidirectional_attention is set
+  // ("due to fa we set exclusive bounds"; it writes the config's value back on save), and
+  // Gemma3TextModel's sliding mask is then _bidirectional_window_overlay (modeling_gemma3.py).
+  const int window = in.bidirectional ? in.sliding_window / 2 + 1 : in.sliding_window;
 
   cfg_ = decoder_dims(in);
   DecoderConfig& s = cfg_;
@@ -104,10 +109,11 @@ void Gemma3Model::read_config(const ConfigReader& c, const ModelDir& dir) {
   s.sandwich_norms = true;
   s.qk_norm = true;
   s.norm_add = 1.0f;
+  s.bidirectional = in.bidirectional;
   // Sliding layers: the window and rope_local_base_freq; global layers: rope_theta (default 1e6).
   const double local_theta = c.get_positive("rope_local_base_freq", 10000.0);
   for (const std::string& type : in.layer_types) {
-    s.window.push_back(type == "sliding_attention" ? in.sliding_window : 0);
+    s.window.push_back(type == "sliding_attention" ? window : 0);
     s.rope.push_back(rope_params_for(c, type, 1e6, local_theta));
   }
   embed_scale_ = static_cast<float>(std::sqrt(static_cast<double>(in.hidden_size)));

@@ -1,7 +1,8 @@
 // attention() and kv_store(): the SIMD path (work items, online softmax, split key ranges)
 // against the scalar reference on ragged batches over a paged cache: decode of several
 // sequences, chunked prefill, sliding windows with released blocks, softcapping, GQA ratios,
-// f32 and bf16 KV, head dims the SIMD path takes and ones it hands back to the scalar loop.
+// f32 and bf16 KV, head dims the SIMD path takes and ones it hands back to the scalar loop; the
+// bidirectional mode (and the causal one) against a dense reference of the mask.
 #include <algorithm>
 #include <numeric>
 
@@ -21,6 +22,7 @@ struct Setup {
   int window = 0;
   float softcap = 0.f;
   std::vector<Seq> seqs;
+  bool causal = true;  // false: BatchView::causal off (bidirectional)
 };
 
 // Builds the cache (blocks assigned in a shuffled order, so neighbours in a sequence are not
@@ -103,6 +105,7 @@ struct World {
     }
     b.num_groups = 1;
     b.groups[0] = {table.data(), slots.data(), max_blocks};
+    b.causal = s.causal;
     return b;
   }
 
@@ -165,6 +168,108 @@ TEST(CpuAttention, Softcap) {
 TEST(CpuAttention, HeadDimsTheSimdPathHandsBack) {
   check({4, 1, 48, 16, DType::f32, 0, 0.f, {{5, 3}}}, "head_dim 48");
   check({2, 2, 8, 16, DType::bf16, 0, 0.f, {{0, 4}}}, "head_dim 8");
+}
+
+// The mask written out once more, as transformers builds it (masking_utils' causal and sliding
+// masks; Gemma 3's bidirectional or_mask_functions), on dense rows of K/V read back from the
+// cache: each token's output in double. The scalar path must match it as closely as the SIMD.
+std::vector<float> dense_reference(World& w) {
+  const Setup& s = w.s;
+  const int rep = s.nh / s.nkv, cols = (s.nh + 2 * s.nkv) * s.hd;
+  const int64_t stride = int64_t{s.nh} * s.hd + 8;
+  std::vector<float> out(static_cast<size_t>(w.T * stride));
+  poison(out);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(s.hd));
+  auto cached = [&](const std::vector<float>& f, const std::vector<uint16_t>& h, int64_t i) {
+    return s.kv_dtype == DType::bf16 ? bf16_to_f32(h[i]) : f[i];
+  };
+  for (int t = 0; t < w.T; ++t) {
+    const int sq = w.token_seq[t], p = w.positions[t], kv_len = w.kv_len[sq];
+    for (int h = 0; h < s.nh; ++h) {
+      std::vector<double> sc(kv_len, -INFINITY), acc(s.hd, 0.0);
+      double mx = -INFINITY;
+      for (int j = 0; j < kv_len; ++j) {
+        const bool visible = s.causal ? j <= p && (s.window == 0 || j > p - s.window)
+                                      : s.window == 0 || std::abs(p - j) < s.window;
+        if (!visible) continue;
+        const int64_t slot = int64_t{w.table[sq * w.max_blocks + j / s.block_size]} * s.block_size +
+                             j % s.block_size;
+        const int64_t base = slot * s.nkv * s.hd + int64_t{h / rep} * s.hd;
+        double dot = 0;
+        for (int d = 0; d < s.hd; ++d)
+          dot += double{w.qkv[t * cols + h * s.hd + d]} * cached(w.kf, w.kh, base + d);
+        sc[j] = dot * scale;
+        if (s.softcap > 0) sc[j] = std::tanh(sc[j] / s.softcap) * s.softcap;
+        mx = std::max(mx, sc[j]);
+      }
+      double sum = 0;
+      for (int j = 0; j < kv_len; ++j) {
+        if (sc[j] == -INFINITY) continue;
+        const double e = std::exp(sc[j] - mx);
+        sum += e;
+        const int64_t slot = int64_t{w.table[sq * w.max_blocks + j / s.block_size]} * s.block_size +
+                             j % s.block_size;
+        const int64_t base = slot * s.nkv * s.hd + int64_t{h / rep} * s.hd;
+        for (int d = 0; d < s.hd; ++d) acc[d] += e * cached(w.vf, w.vh, base + d);
+      }
+      for (int d = 0; d < s.hd; ++d)
+        out[t * stride + h * s.hd + d] = static_cast<float>(acc[d] / sum);
+    }
+  }
+  return out;
+}
+
+// The scalar path and every SIMD one against dense_reference.
+void check_dense(const Setup& s, const std::string& name) {
+  std::vector<Isa> isas = simd_isas();
+  isas.insert(isas.begin(), Isa::scalar);
+  for (Isa isa : isas) {
+    IsaScope sc(isa);
+    World w(s);
+    const auto got = w.run();
+    expect_rows_near(dense_reference(w), got, w.T, int64_t{s.nh} * s.hd, int64_t{s.nh} * s.hd + 8,
+                     1e-5, name + " on " + isa_name(isa));
+  }
+}
+
+// Bidirectional attention (BatchView::causal false): each token also sees its sequence's later
+// keys, all of them on full layers and those with |p - key| < window on sliding ones. Whole
+// prompts as EmbeddingGemma's run (and after a cached prefix, which the op allows too), ragged,
+// GQA, bf16 and f32 caches, head dims the SIMD path takes and one it hands back; one sequence
+// long enough for the split key ranges.
+TEST(CpuAttention, BidirectionalMatchesDenseReference) {
+  for (int window : {0, 5, 40}) {
+    const std::string w = " window " + std::to_string(window);
+    check_dense({4, 2, 32, 16, DType::f32, window, 0.f, {{0, 41}, {0, 1}, {0, 23}}, false},
+                "ragged whole prompts" + w);
+    check_dense({4, 1, 256, 16, DType::bf16, window, 0.f, {{0, 130}, {0, 5}}, false},
+                "Gemma head dim, bf16" + w);
+    check_dense({8, 1, 48, 4, DType::f32, window, 0.f, {{9, 17}, {0, 3}}, false},
+                "head dim 48, after a cached prefix" + w);
+    check_dense({4, 2, 64, 16, DType::f32, window, 3.f, {{0, 33}}, false}, "softcap 3" + w);
+    // One work item over many keys: its key range is split across threads and merged.
+    check_dense({4, 1, 64, 16, DType::bf16, window, 0.f, {{1200, 4}}, false}, "split keys" + w);
+  }
+  check_dense({4, 1, 64, 16, DType::bf16, 0, 0.f, {{0, 1500}}, false}, "one long prompt");
+  // The causal mode against the same reference, so that the reference's mask is the one that
+  // tells the two apart.
+  check_dense({4, 2, 32, 16, DType::f32, 5, 0.f, {{0, 41}, {3, 20}}, true}, "causal window 5");
+}
+
+// A bidirectional token sees later keys: the first token's output changes with the last key.
+TEST(CpuAttention, BidirectionalSeesLaterKeys) {
+  struct Setup s {
+    2, 1, 32, 16, DType::f32, 0, 0.f, {{0, 8}}, false
+  };  // not gtest's Setup()
+  World a(s), b(s);
+  const int cols = (s.nh + 2 * s.nkv) * s.hd;
+  for (int d = 0; d < s.hd; ++d) b.qkv[7 * cols + (s.nh + s.nkv) * s.hd + d] += 1.f;  // v of 7
+  const auto oa = a.run(), ob = b.run();
+  EXPECT_NE(oa[0], ob[0]) << "token 0 did not see token 7's value";
+  s.causal = true;
+  World c(s), d(s);
+  for (int e = 0; e < s.hd; ++e) d.qkv[7 * cols + (s.nh + s.nkv) * s.hd + e] += 1.f;
+  EXPECT_EQ(c.run()[0], d.run()[0]) << "causal token 0 saw token 7";
 }
 
 // kv_store into a bf16 cache rounds exactly as f32_to_bf16 (nearest even, NaN kept, ties), and

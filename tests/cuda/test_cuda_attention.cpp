@@ -1,7 +1,8 @@
 // Attention over the paged cache: ragged batches mixing prefill chunks and single-token decodes,
 // full and sliding windows (chunks crossing the window, released blocks marked -1), softcap, GQA
 // at Gemma-3-1B's shape (4 q heads on 1 kv head of 256) and others, against the CPU op. Cache
-// slots a sequence may not read hold NaN, so reading one fails the comparison.
+// slots a sequence may not read hold NaN, so reading one fails the comparison. Bidirectional
+// batches too (every key of the sequence, or |p - key| < window).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -23,6 +24,7 @@ struct AttnCase {
   float softcap;
   DType kv_dt;
   std::vector<SeqSpec> seqs;
+  bool causal = true;  // false: HostBatch::causal off (bidirectional)
 };
 
 // Builds the batch (one KV group), a cache holding random K/V at every position a sequence has
@@ -38,6 +40,7 @@ void run_case(const AttnCase& c, bool graphs_off = true, bool rope = false, bool
 #endif
   const int bs = 16;
   HostBatch hb;
+  hb.causal = c.causal;
   hb.groups.resize(1);
   int max_blocks = 1, total_blocks = 0;
   for (const auto& s : c.seqs) {
@@ -130,8 +133,9 @@ void run_case(const AttnCase& c, bool graphs_off = true, bool rope = false, bool
   auto r = read(cpu(), out.c, DType::bf16);
   std::vector<float> gr(g.begin(), g.begin() + static_cast<size_t>(T) * out_cols);
   std::vector<float> rr(r.begin(), r.begin() + static_cast<size_t>(T) * out_cols);
-  EXPECT_LT(rel_err(gr, rr), 1e-2) << "nh " << c.nh << " nkv " << c.nkv << " hd " << c.hd
-                                   << " window " << c.window << " softcap " << c.softcap;
+  EXPECT_LT(rel_err(gr, rr), 1e-2)
+      << "nh " << c.nh << " nkv " << c.nkv << " hd " << c.hd << " window " << c.window
+      << " softcap " << c.softcap << (c.causal ? "" : " bidirectional");
   // Per-sequence check, so that a wrong short sequence does not hide behind a long one.
   for (size_t s = 0; s < c.seqs.size(); ++s) {
     const size_t a = static_cast<size_t>(hb.seq_q_start[s]) * out_cols;
@@ -234,6 +238,29 @@ TEST(CudaAttention, PaddedDecodeBucketAttendsToNothing) {
             DType::bf16,
             {{1, 9}, {1, 20}, {1, 33}, {1, 44}, {1, 55}, {1, 66}, {1, 77}, {1, 88}, {1, 99}}},
            false);
+}
+
+// Bidirectional attention (BatchView::causal off: EmbeddingGemma's whole prompts), against the
+// CPU op (itself checked against a dense reference of the mask, tests/backend): full layers and
+// sliding ones (257 = EmbeddingGemma's 512 // 2 + 1; 5, as in the embedding fixture), the
+// prefill kernel with and without split keys, GQA, after a cached prefix (the op allows it),
+// single-token sequences (the decode kernel: the same keys in both modes), the generic kernel
+// (f32 cache, head_dim 16 as the fixture's) and the fused rope + store path.
+TEST(CudaAttention, BidirectionalPrefill) {
+  TS_REQUIRE_CUDA();
+  const std::vector<SeqSpec> whole = {{600, 600}, {1, 1}, {37, 37}, {130, 130}, {2, 2}, {1, 700}};
+  for (int window : {0, 257, 5}) {
+    run_case({4, 1, 256, window, 0.f, DType::bf16, whole, false});
+    run_case({4, 1, 256, window, 0.f, DType::bf16, {{300, 300}}, false});  // split keys
+  }
+  run_case({4, 1, 256, 257, 30.f, DType::bf16, {{41, 41}, {23, 23}}, false});
+  run_case({8, 2, 128, 0, 0.f, DType::bf16, {{513, 513}}, false});
+  run_case({8, 2, 128, 257, 0.f, DType::bf16, {{300, 300}, {77, 77}}, false});
+  run_case({4, 4, 64, 100, 0.f, DType::bf16, {{300, 300}, {17, 260}}, false});
+  run_case({14, 2, 64, 5, 0.f, DType::bf16, {{77, 77}, {1, 33}}, false});
+  run_case({4, 1, 256, 257, 0.f, DType::f32, {{40, 600}, {1, 1}}, false});
+  run_case({4, 2, 16, 5, 0.f, DType::bf16, {{41, 41}, {23, 23}, {5, 5}}, false});
+  run_case({4, 1, 256, 257, 0.f, DType::bf16, {{300, 300}, {1, 1}}, false}, true, true, true);
 }
 
 // Decode steps as the decoder runs them: rope + kv store, then the decode attention reading the

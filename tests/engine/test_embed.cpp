@@ -254,6 +254,14 @@ TEST(Embed, SentenceTransformersDirectory) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("pooling_mode_max_tokens"), std::string::npos) << e.what();
   }
+  // sentence-transformers 5+'s form: "pooling_mode" by name (the fixtures of test_embed_st.cpp
+  // load through it), and a list of modes (concatenated) is refused.
+  write_json(dir / "1_Pooling/config.json", {{"pooling_mode", "cls"}});
+  EXPECT_EQ(load(dir.string())->embed(prompts, EmbedOptions{})[0].embedding, got[0].embedding);
+  for (const nlohmann::json& mode : {nlohmann::json("max"), nlohmann::json({"cls", "mean"})}) {
+    write_json(dir / "1_Pooling/config.json", {{"pooling_mode", mode}});
+    EXPECT_THROW(load(dir.string()), Error) << mode.dump();
+  }
   fs::remove_all(dir);
 }
 

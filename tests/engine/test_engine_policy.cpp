@@ -59,6 +59,10 @@ TEST(SizingPolicy, StepAndSequenceDefaults) {
   EXPECT_EQ(max_batch_tokens_for(0, false), 512);
   EXPECT_EQ(max_batch_tokens_for(-3, false), 512);
   EXPECT_EQ(max_batch_tokens_for(100, true), 100);
+  // A bidirectional model's inputs run whole: the default step holds its context.
+  EXPECT_EQ(max_batch_tokens_for(0, false, 2048), 2048);
+  EXPECT_EQ(max_batch_tokens_for(0, true, 2048), 8192);
+  EXPECT_EQ(max_batch_tokens_for(100, false, 2048), 100);  // as asked: longer inputs are refused
   EXPECT_EQ(max_seqs_for(0, true), 256);
   EXPECT_EQ(max_seqs_for(0, false), 16);
   EXPECT_EQ(max_seqs_for(1, true), 1);

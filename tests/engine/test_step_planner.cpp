@@ -144,6 +144,40 @@ TEST(StepPlanner, LongPromptIsChunkedAcrossSteps) {
   EXPECT_EQ(chunks(t.plan()), (Chunks{{1, 8, -1}}));
 }
 
+// A bidirectional model's prompts (PlanSeq::whole) run in one chunk or wait: one that does not
+// fit what the step has left waits for the next step (first come, first served: the queue
+// behind it waits too); one longer than the whole budget fails.
+TEST(StepPlanner, WholePromptsAreNeverChunked) {
+  auto whole = [](int id, int tokens) {
+    PlanSeq s = waiting(id, tokens);
+    s.whole = true;
+    return s;
+  };
+  Planning t(100, /*budget=*/16);
+  t.queue.seqs = {whole(1, 10), whole(2, 10), whole(3, 2)};
+  const StepPlan& p = t.plan();
+  EXPECT_EQ(chunks(p), (Chunks{{1, 10, -1}}));  // 6 left: 2 waits, and 3 behind it
+  EXPECT_EQ(p.admitted, std::vector<int>{1});
+  EXPECT_TRUE(p.failed.empty());
+  EXPECT_EQ(t.pool.held(2), 0);
+
+  Planning u(100, /*budget=*/16);
+  u.queue.seqs = {whole(1, 16), whole(2, 17), waiting(3, 40)};
+  EXPECT_EQ(chunks(u.plan()), (Chunks{{1, 16, -1}}));
+  u.queue.seqs = {whole(2, 17), waiting(3, 40)};
+  const StepPlan& q = u.plan();
+  EXPECT_EQ(q.failed, std::vector<int>{2});  // 17 > 16: no step ever has room
+  EXPECT_EQ(chunks(q), (Chunks{{3, 16, -1}}));
+  EXPECT_EQ(u.pool.held(2), 0);
+
+  // A started whole prompt (cannot come from the planner itself) is not continued in part.
+  Planning v(100, /*budget=*/16);
+  PlanSeq r = running(1, 30, 10, 0);
+  r.whole = true;
+  v.run(r);
+  EXPECT_TRUE(chunks(v.plan()).empty());
+}
+
 TEST(StepPlanner, InFlightLastTokenIsNotScheduledAgain) {
   // Pipelined steps: a sequence whose in-flight token ends it by length runs no forward for it.
   Planning t(100);

@@ -34,6 +34,7 @@ void add_info_command(CLI::App& app) {
           {"sliding_layers", sliding},
           {"full_layers", in.num_layers - sliding},
           {"sliding_window", in.sliding_window},
+          {"bidirectional", in.bidirectional},
           {"hidden_size", in.hidden_size},
           {"intermediate_size", in.intermediate_size},
           {"num_attention_heads", in.num_heads},
@@ -67,8 +68,9 @@ void add_info_command(CLI::App& app) {
         std::printf("%s\n", j.dump().c_str());
       } else {
         std::printf("architecture      %s (%s)\n", in.architecture.c_str(), in.model_type.c_str());
-        std::printf("layers            %d (%d sliding, window %d; %d full)\n", in.num_layers,
-                    sliding, in.sliding_window, in.num_layers - sliding);
+        std::printf("layers            %d (%d sliding, window %d; %d full)%s\n", in.num_layers,
+                    sliding, in.sliding_window, in.num_layers - sliding,
+                    in.bidirectional ? ", bidirectional attention" : "");
         std::printf("hidden            %d, intermediate %d\n", in.hidden_size,
                     in.intermediate_size);
         std::printf("attention heads   %d q, %d kv, head_dim %d\n", in.num_heads, in.num_kv_heads,

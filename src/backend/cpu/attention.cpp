@@ -1,6 +1,7 @@
-// Paged KV store and causal attention over the paged cache, ragged batch (no padding: each token
-// reads only its own sequence's blocks). ref: transformers eager_attention_forward (scores in
-// fp32, optional tanh softcap, softmax, weighted sum of V).
+// Paged KV store and attention over the paged cache, ragged batch (no padding: each token reads
+// only its own sequence's blocks), causal or bidirectional (BatchView::causal; the key range of
+// each token is attention_key_end's). ref: transformers eager_attention_forward (scores in fp32,
+// optional tanh softcap, softmax, weighted sum of V).
 //
 // The SIMD path splits the batch into work items (attention_impl.h): per sequence and KV head,
 // runs of up to kAttnMaxQ / (nh / nkv) consecutive tokens whose q heads share every K/V row the
@@ -38,12 +39,13 @@ void attention_scalar(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv
       const int s = b.token_seq[t];
       const int p = b.positions[t];
       const int lo = window > 0 ? std::max(0, p - window + 1) : 0;
+      const int hi = attention_key_end(p, window, b.causal, b.seq_kv_len[s]);  // one past the last
       const int32_t* table = g.block_table + static_cast<int64_t>(s) * g.max_blocks;
       for (int d = 0; d < hd; ++d)
         q[d] = load_elem(qkv.data, qkv.dtype, t * qkv.stride + static_cast<int64_t>(h) * hd + d);
-      scores.resize(static_cast<size_t>(p - lo + 1));
+      scores.resize(static_cast<size_t>(hi - lo));
       float mx = -INFINITY;
-      for (int j = lo; j <= p; ++j) {
+      for (int j = lo; j < hi; ++j) {
         const int64_t slot = static_cast<int64_t>(table[j / bs]) * bs + j % bs;
         const int64_t base = slot * per_slot + static_cast<int64_t>(kvh) * hd;
         float dot = 0.f;
@@ -59,7 +61,7 @@ void attention_scalar(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv
         sum += sc;
       }
       std::fill(acc.begin(), acc.end(), 0.f);
-      for (int j = lo; j <= p; ++j) {
+      for (int j = lo; j < hi; ++j) {
         const int64_t slot = static_cast<int64_t>(table[j / bs]) * bs + j % bs;
         const int64_t base = slot * per_slot + static_cast<int64_t>(kvh) * hd;
         const float pj = scores[j - lo];
@@ -137,9 +139,11 @@ void attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv, const
   a.block_table = b.groups[group].block_table;
   a.max_blocks = b.groups[group].max_blocks;
   a.positions = b.positions;
+  a.seq_kv_len = b.seq_kv_len;
   a.scale = scale;
   a.softcap = softcap;
   a.window = window;
+  a.causal = b.causal;
 
   // Items: per sequence, per KV head, runs of tokens.
   const int per_item = std::max(1, kAttnMaxQ / rep);
@@ -155,7 +159,7 @@ void attention(Tensor qkv, int nh, int nkv, int hd, const KvLayerView& kv, const
       for (int t = it.t_begin; t < it.t_begin + it.t_count; ++t) {
         const int p = b.positions[t];
         lo = std::min(lo, window > 0 ? std::max(0, p - window + 1) : 0);
-        hi = std::max(hi, p + 1);
+        hi = std::max(hi, attention_key_end(p, window, b.causal, b.seq_kv_len[s]));
       }
       it.k_begin = lo;
       it.k_end = hi;

@@ -3,7 +3,8 @@
 // [k_begin, k_end) of the paged cache, with an online softmax over chunks of kChunk keys
 // (flash-attention style: each K/V row is widened to f32 once per chunk and used by every q
 // vector of the item). ref: transformers eager_attention_forward (fp32 scores, optional tanh
-// softcap, softmax, weighted sum of V); the scalar reference is attention.cpp.
+// softcap, softmax, weighted sum of V); the scalar reference is attention.cpp. Each q vector's
+// keys run from its window start to attention_key_end (causal or bidirectional).
 #pragma once
 
 #include <algorithm>
@@ -74,7 +75,7 @@ void attention_item(const AttnArgs& a, const AttnItem& it, AttnPartial* partial,
     q[i] = static_cast<const float*>(a.qkv) + t * a.qkv_stride + int64_t{h} * hd;
     const int p = a.positions[t];
     lo[i] = a.window > 0 ? std::max(it.k_begin, p - a.window + 1) : it.k_begin;
-    hi[i] = std::min(it.k_end, p + 1);
+    hi[i] = std::min(it.k_end, attention_key_end(p, a.window, a.causal, a.seq_kv_len[it.seq]));
     m[i] = ninf;
     l[i] = 0.f;
     for (int d = 0; d < hd; d += W) S::store(acc + int64_t{i} * hd + d, S::zero());

@@ -125,6 +125,7 @@ class CpuBackend final : public ComputeBackend {
     v.logit_rows_all = b.logits_every_row();
     v.greedy_ids = b.greedy_ids;
     v.hidden_states = b.hidden_states;
+    v.causal = b.causal;
     return v;
   }
 

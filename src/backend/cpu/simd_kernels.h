@@ -4,6 +4,7 @@
 // them only when active_isa() says the CPU has that ISA.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "backend/backend.h"
@@ -60,9 +61,18 @@ struct AttnArgs {
   const int32_t* block_table = nullptr;  // [S, max_blocks]
   int max_blocks = 0;
   const int32_t* positions = nullptr;
+  const int32_t* seq_kv_len = nullptr;  // [S]: a bidirectional token's keys end there
   float scale = 1.f, softcap = 0.f;
   int window = 0;
+  bool causal = true;  // BatchView::causal
 };
+// One past the last key the token at position p sees (ComputeBackend::attention): p + 1 when
+// causal; bidirectional, the sequence's end kv_len, within |p - key| < window when window > 0
+// (transformers' Gemma 3 with use_bidirectional_attention, _bidirectional_window_overlay).
+inline int attention_key_end(int p, int window, bool causal, int kv_len) {
+  if (causal) return p + 1;
+  return window > 0 ? std::min(kv_len, p + window) : kv_len;
+}
 // Max q vectors one item holds (tokens x heads per KV head), and keys per online-softmax chunk.
 constexpr int kAttnMaxQ = 16;
 constexpr int kAttnChunk = 16;

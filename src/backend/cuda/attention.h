@@ -3,7 +3,10 @@
 // 128 or 256), a split-KV decode kernel for sequences with one new token (bf16, same head dims,
 // up to 8 q heads per kv head), and a generic warp-per-(token, head) kernel for everything else
 // (f32 caches, other head dims). Keys run over [max(0, p - window + 1), min(p, kv_len - 1)] for
-// the token at position p; a token with no keys (padding) gets zeros.
+// the token at position p when causal; bidirectional (AttnParams::causal false) up to
+// kv_len - 1, within p + window - 1 when window > 0 (key_hi). A token with no keys (padding)
+// gets zeros. The decode kernel needs no bidirectional mode: a sequence's one new token is at
+// kv_len - 1, where both modes see the same keys.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -31,11 +34,19 @@ struct AttnParams {
   int num_tokens = 0, num_seqs = 0;
   float scale = 1.f;
   int window = 0;
+  bool causal = true;  // BatchView::causal
   float softcap = 0.f;
   void* out = nullptr;
   int64_t out_stride = 0;
   DType out_dt = DType::bf16;
 };
+
+// The last key (inclusive) the token at position `pos` of a sequence of kv_len keys sees.
+__host__ __device__ inline int key_hi(const AttnParams& p, int pos, int kv_len) {
+  if (p.causal) return pos < kv_len - 1 ? pos : kv_len - 1;
+  const int end = p.window > 0 && pos + p.window - 1 < kv_len - 1 ? pos + p.window - 1 : kv_len - 1;
+  return end;
+}
 
 constexpr int kDecodeMaxRep = 8;
 constexpr int kDecodeKeysPerSplit = 64;

@@ -21,7 +21,7 @@ __global__ void attn_generic_kernel(AttnParams p) {
   const int rep = p.nh / p.nkv, kvh = h / rep, hd = p.hd;
   const int s = p.token_seq[t];
   const int pos = p.positions[t];
-  const int hi = min(pos, p.seq_kv_len[s] - 1);
+  const int hi = key_hi(p, pos, p.seq_kv_len[s]);
   const int lo = p.window > 0 ? max(0, pos - p.window + 1) : 0;
   const TQ* q = static_cast<const TQ*>(p.qkv) + static_cast<int64_t>(t) * p.qkv_stride +
                 static_cast<int64_t>(h) * hd;

@@ -56,7 +56,7 @@ __global__ void __launch_bounds__(kThreads)
       row_tok[r] = t;
       row_head[r] = kvh * rep + fr % rep;
       row_lo[r] = p.window > 0 ? max(0, pos - p.window + 1) : 0;
-      row_hi[r] = min(pos, kv_len - 1);
+      row_hi[r] = key_hi(p, pos, kv_len);  // causal: min(pos, kv_len - 1)
     } else {
       row_tok[r] = -1;
       row_head[r] = 0;
@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
 
   // Keys the block needs: positions grow with the row index, so the first row has the lowest
-  // bound and the last valid row the highest.
+  // bound and the last valid row the highest (causal or bidirectional).
   const int last_valid = min(kBR, rows_total - r0) - 1;
   const int kmin = row_lo[0], kmax = row_hi[last_valid];
   const int t_first = kmin / kBC;
@@ -354,10 +354,12 @@ PrefillPlan attention_prefill_plan(const AttnParams& p, int max_q_len, int max_k
   const int rep = p.nh / p.nkv;
   plan.row_tiles = static_cast<int>(ceil_div(static_cast<long long>(max_q_len) * rep, kBR));
   // Key tiles a row tile can span: its keys run from the first token's window start to the
-  // last token's position.
+  // last token's position (causal) or to its window's end (bidirectional: window - 1 further).
   int max_tiles = (max_kv_len + kBC - 1) / kBC + 1;
-  if (p.window > 0)
-    max_tiles = std::min(max_tiles, (p.window + (kBR + rep - 1) / rep + kBC - 1) / kBC + 1);
+  if (p.window > 0) {
+    const int span = (p.causal ? p.window : 2 * p.window - 1) + (kBR + rep - 1) / rep;
+    max_tiles = std::min(max_tiles, (span + kBC - 1) / kBC + 1);
+  }
   const long long blocks = static_cast<long long>(plan.row_tiles) * p.nkv * p.num_seqs;
   const long long target = 2 * 132;            // two blocks per SM on an H100/H200
   if (blocks < target / 2 && max_tiles > 1) {  // split only when less than a block per SM

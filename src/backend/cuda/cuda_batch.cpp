@@ -125,10 +125,12 @@ BatchView CudaBackend::upload(const HostBatch& b) {
   last_ = LastUpload{};
   last_.tokens = v.tokens;
   last_.n_single = n_single + (Sp - S);
-  last_.graphable = graphable && !b.hidden_states;  // embeddings' forwards run eagerly
-  v.logit_rows_all = b.logits_every_row();          // padded rows then see their own (padding) rows
+  // Embeddings' forwards (and bidirectional ones, which are embeddings') run eagerly.
+  last_.graphable = graphable && !b.hidden_states && b.causal;
+  v.logit_rows_all = b.logits_every_row();  // padded rows then see their own (padding) rows
   v.greedy_ids = b.greedy_ids;
   v.hidden_states = b.hidden_states;
+  v.causal = b.causal;
   last_.key = GraphKey{Tp, Sp, Rp, G, {mb[0], mb[1], mb[2], mb[3]}, v.logit_rows_all, v.greedy_ids};
   return v;
 }
@@ -206,6 +208,7 @@ AttnParams CudaBackend::attn_params(Tensor qkv, int nh, int nkv, int hd, const K
   p.num_seqs = b.num_seqs;
   p.scale = scale;
   p.window = window;
+  p.causal = b.causal;
   p.softcap = softcap;
   p.out = out.data;
   p.out_stride = out.stride;
