@@ -31,20 +31,6 @@
 
 namespace tessera {
 
-const char* finish_reason_name(FinishReason r) {
-  switch (r) {
-    case FinishReason::stop:
-      return "stop";
-    case FinishReason::length:
-      return "length";
-    case FinishReason::cancelled:
-      return "cancelled";
-    case FinishReason::error:
-      return "error";
-  }
-  return "?";
-}
-
 namespace {
 
 namespace fs = std::filesystem;
@@ -67,8 +53,8 @@ class EngineImpl final : public Engine {
     eos_ = find_eos_set();
     context_ = context_length_for(o.context_length, info().max_position_embeddings, gpu);
     SchedulerOptions so;
-    so.max_batch_tokens =
-        max_batch_tokens_for(o.max_batch_tokens, gpu, info().bidirectional ? context_ : 0);
+    const int whole = info().bidirectional ? context_ : 0;  // inputs run whole: one step each
+    so.max_batch_tokens = max_batch_tokens_for(o.max_batch_tokens, gpu, whole);
     so.max_seqs = max_seqs_for(o.max_seqs, gpu);
     so.context_length = context_;
     so.prefix_cache = o.prefix_cache;
