@@ -41,12 +41,13 @@ inline __m512 element(__m512i v, int e) {
   }
 }
 
-// Rows [m0, m0 + MR) of x against panels [p0, p1). Four partial sums per row (element e & 3)
-// keep four FMA chains in flight.
+// Rows [m0, m0 + MR) of x against panels [p0, p1). kC partial sums per row (element e % kC):
+// at least 8 FMA chains in flight for 4-bit weights (FMA latency 4 at 2 per cycle), 4 per row
+// for 8-bit (one per element of a word).
 template <int MR, int SB>
 void gemv_tile(const QuantGemvArgs& a, int m0, int64_t p0, int64_t p1) {
   const CpuQuantWeight& w = *a.w;
-  constexpr int kPer = 32 / SB;
+  constexpr int kPer = 32 / SB, kC = MR == 1 && SB == 4 ? 8 : 4;
   const int gs = w.quant.group_size;
   const int64_t N = w.rows;
   const DType sdt = w.scale_dtype;
@@ -56,9 +57,9 @@ void gemv_tile(const QuantGemvArgs& a, int m0, int64_t p0, int64_t p1) {
     for (int64_t g = 0; g < w.groups; ++g) {
       const uint8_t* blk = w.block(p, g);
       _mm_prefetch(reinterpret_cast<const char*>(blk) + 2048, _MM_HINT_T0);
-      __m512 qa[MR][4];
+      __m512 qa[MR][kC];
       for (int m = 0; m < MR; ++m)
-        for (int c = 0; c < 4; ++c) qa[m][c] = _mm512_setzero_ps();
+        for (int c = 0; c < kC; ++c) qa[m][c] = _mm512_setzero_ps();
       const float* xg = a.x + m0 * a.x_stride + g * gs;
       for (int64_t c = 0; c < w.words_per_group; ++c) {
         const __m512i v = _mm512_loadu_si512(blk + c * 64);
@@ -67,14 +68,15 @@ void gemv_tile(const QuantGemvArgs& a, int m0, int64_t p0, int64_t p1) {
         for (int e = 0; e < kPer; ++e) {
           const __m512 q = element<SB>(v, e);
           for (int m = 0; m < MR; ++m)
-            qa[m][e & 3] = _mm512_fmadd_ps(q, _mm512_set1_ps(xc[m * a.x_stride + e]), qa[m][e & 3]);
+            qa[m][e % kC] =
+                _mm512_fmadd_ps(q, _mm512_set1_ps(xc[m * a.x_stride + e]), qa[m][e % kC]);
         }
       }
       const uint8_t* sc = blk + w.words_per_group * 64;
       const __m512 s = load_scales(sc, sdt), b = load_biases(w, sc, s);
       for (int m = 0; m < MR; ++m) {
-        const __m512 dot =
-            _mm512_add_ps(_mm512_add_ps(qa[m][0], qa[m][1]), _mm512_add_ps(qa[m][2], qa[m][3]));
+        __m512 dot = qa[m][0];
+        for (int c = 1; c < kC; ++c) dot = _mm512_add_ps(dot, qa[m][c]);
         acc[m] = _mm512_fmadd_ps(s, dot, acc[m]);
         acc[m] = _mm512_fmadd_ps(b, _mm512_set1_ps(a.xsum[(m0 + m) * w.groups + g]), acc[m]);
       }
