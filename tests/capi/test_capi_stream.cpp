@@ -93,7 +93,11 @@ TEST(CApiStream, ChatAndTokenPromptsAndATimeoutOfZero) {
   tessera_result_free(&want);
 
   const int32_t ids[] = {2, 651, 1045};
-  ASSERT_EQ(tessera_stream_submit_tokens(ce.get(), ids, 3, &o, &s, nullptr), TESSERA_OK);
+  // 64 tokens: the generation outlasts the first polls even when ctest's parallel load delays
+  // this thread by several steps (with 8, a late first poll found every event queued: none = 0).
+  tessera_generate_options longer = greedy(64);
+  longer.min_tokens = 64;
+  ASSERT_EQ(tessera_stream_submit_tokens(ce.get(), ids, 3, &longer, &s, nullptr), TESSERA_OK);
   int none = 0, events = 0;
   tessera_event ev;
   for (int i = 0; i < 100000; ++i) {  // polling: a timeout of 0 never blocks
