@@ -116,17 +116,41 @@ void refuse_stateful_and_tools(const json& body) {
     unsupported("truncation",
                 "other than \"disabled\" is not supported: a prompt that does not "
                 "fit the context is refused");
-  if (const json* t = field(body, "text")) {
-    if (!t->is_object()) wrong("text", "an object", *t);
-    if (const json* f = field(*t, "format")) {
-      if (!f->is_object()) wrong("text.format", "an object", *f);
-      const json* type = field(*f, "type");
-      if (!type || *type != "text")
-        unsupported("text.format",
-                    "other than {\"type\": \"text\"} (structured output) is not "
-                    "supported by this server yet");
-    }
+}
+
+// text.format, the Responses API's structured output: {"type": "text"}, {"type": "json_object"}
+// or {"type": "json_schema", "name", "schema", "strict"?} (the schema in the format object
+// itself, where chat's response_format nests it under json_schema) -> the same constraint.
+OutputConstraint text_format(const json& body) {
+  OutputConstraint c;
+  const json* t = field(body, "text");
+  if (!t) return c;
+  if (!t->is_object()) wrong("text", "an object", *t);
+  const json* f = field(*t, "format");
+  if (!f) return c;
+  if (!f->is_object()) wrong("text.format", "an object", *f);
+  const json* type = field(*f, "type");
+  if (!type || !type->is_string())
+    bad_request("'text.format.type' must be text, json_object or json_schema", "text.format.type");
+  if (*type == "text") return c;
+  c.field = "text.format";
+  if (*type == "json_object") {
+    c.kind = OutputConstraint::Kind::json_object;
+    return c;
   }
+  if (*type != "json_schema")
+    bad_request("'text.format.type' must be text, json_object or json_schema (got '" +
+                    type->get<std::string>() + "')",
+                "text.format.type");
+  const json* schema = field(*f, "schema");
+  if (!schema)
+    bad_request("'text.format.schema' is required for json_schema", "text.format.schema");
+  if (!schema->is_object() && !schema->is_boolean())
+    wrong("text.format.schema", "a JSON schema (an object)", *schema);
+  c.kind = OutputConstraint::Kind::json_schema;
+  c.field = "text.format.schema";
+  c.text = schema->dump();
+  return c;
 }
 
 }  // namespace
@@ -136,6 +160,7 @@ ResponsesRequest parse_responses_request(const json& body) {
     bad_request(std::string("the request body must be a JSON object, not ") + kind(body));
   refuse_stateful_and_tools(body);
   ResponsesRequest r;
+  r.gen.constraint = text_format(body);
   if (const json* m = field(body, "model")) {
     if (!m->is_string()) wrong("model", "a string", *m);
     r.model = m->get<std::string>();

@@ -5,9 +5,11 @@
 //                 "output_text", "text"}]}); other item and part types are refused by name
 //   instructions: a system turn before the input
 //   max_output_tokens, temperature, top_p, stream; metadata (echoed), user, parallel_tool_calls,
-//   truncation "disabled", text.format {"type": "text"}, tool_choice "none"/"auto" without tools
+//   truncation "disabled", text.format ({"type": "text" | "json_object"}, or "json_schema" with
+//   its "schema": structured output, GenerateOptions::constraint), tool_choice "none"/"auto"
+//   without tools
 // Refused with a 400 naming the field: store true and previous_response_id (nothing is kept
-// between requests), conversation, tools, other text formats, reasoning, include, background.
+// between requests), conversation, tools, reasoning, include, background.
 // Pure over JSON (no HTTP, no engine): tests/server/test_responses.cpp checks it.
 #pragma once
 

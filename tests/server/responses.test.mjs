@@ -1,7 +1,8 @@
 // POST /v1/responses through the official client's responses.create and the Vercel AI SDK's
 // default provider call (openai(model), which is the Responses API): greedy parity with
 // /v1/chat/completions on the same turns, the typed stream events, usage, and the refusals
-// (store, previous_response_id, text.format, tools) naming the field.
+// (store, previous_response_id, tools; a text.format without its schema) naming the field, and
+// text.format as structured output.
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 import OpenAI from 'openai';
@@ -98,11 +99,26 @@ test('the AI SDK\'s default provider call (openai(model): the Responses API) gen
   assert.equal((after[label] ?? 0) - (before[label] ?? 0), 2, 'the SDK did not call /v1/responses twice');
 });
 
+test('text.format json_schema: structured output, the text parses and validates (random model, temperature 1)', async () => {
+  const schema = { type: 'object', properties: { colour: { type: 'string', enum: ['red', 'green', 'blue'] },
+                                                 count: { type: 'integer', minimum: 0, maximum: 9 } },
+                   required: ['colour', 'count'], additionalProperties: false };
+  for (let i = 0; i < 3; i++) {
+    const r = await openai.responses.create({ model: MODEL, input: 'Pick one.', max_output_tokens: 64, temperature: 1,
+                                              text: { format: { type: 'json_schema', name: 'pick', schema, strict: true } } });
+    const v = JSON.parse(r.output_text);
+    assert.deepEqual(Object.keys(v).sort(), ['colour', 'count']);
+    assert.ok(['red', 'green', 'blue'].includes(v.colour), r.output_text);
+    assert.ok(Number.isInteger(v.count) && v.count >= 0 && v.count <= 9, r.output_text);
+  }
+});
+
 test('refusals name the field: store, previous_response_id, text.format, tools, input', async () => {
   const cases = [
     [{ input: 'x', store: true }, 'store'],
     [{ input: 'x', previous_response_id: 'resp_0' }, 'previous_response_id'],
-    [{ input: 'x', text: { format: { type: 'json_schema', name: 'n', schema: { type: 'object' } } } }, 'text.format'],
+    [{ input: 'x', text: { format: { type: 'json_schema', name: 'n' } } }, 'text.format.schema'],
+    [{ input: 'x', text: { format: { type: 'json_schema', name: 'n', schema: { type: 'object', properties: { a: { type: 'number', multipleOf: 3 } } } } } }, 'text.format.schema'],
     [{ input: 'x', tools: [{ type: 'function', name: 'f', parameters: {} }] }, 'tools'],
     [{}, 'input'],
     [{ input: [{ type: 'input_image', image_url: 'x' }] }, 'input[0].type'],

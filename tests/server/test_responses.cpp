@@ -67,6 +67,28 @@ TEST(ResponsesRequest, MessageItemsAsTheClientsSendThem) {
   EXPECT_FALSE(r.max_tokens_given);
 }
 
+// text.format is structured output: the same constraint chat's response_format gives.
+TEST(ResponsesRequest, TextFormatIsTheConstraint) {
+  using K = OutputConstraint::Kind;
+  EXPECT_EQ(parse_responses_request({{"input", "x"}}).gen.constraint.kind, K::none);
+  EXPECT_EQ(parse_responses_request({{"input", "x"}, {"text", {{"format", {{"type", "text"}}}}}})
+                .gen.constraint.kind,
+            K::none);
+  const auto obj =
+      parse_responses_request({{"input", "x"}, {"text", {{"format", {{"type", "json_object"}}}}}});
+  EXPECT_EQ(obj.gen.constraint.kind, K::json_object);
+  const json schema = {{"type", "object"},
+                       {"properties", {{"a", {{"type", "integer"}}}}},
+                       {"required", {"a"}},
+                       {"additionalProperties", false}};
+  const auto js = parse_responses_request(
+      {{"input", "x"},
+       {"text", {{"format", {{"type", "json_schema"}, {"name", "n"}, {"schema", schema}}}}}});
+  EXPECT_EQ(js.gen.constraint.kind, K::json_schema);
+  EXPECT_EQ(json::parse(js.gen.constraint.text), schema);
+  EXPECT_EQ(js.gen.constraint.field, "text.format.schema");
+}
+
 TEST(ResponsesRequest, RefusalsNameTheField) {
   EXPECT_EQ(refusal(json::object()).first, "input");
   EXPECT_EQ(refusal({{"input", 3}}).first, "input");
@@ -76,10 +98,13 @@ TEST(ResponsesRequest, RefusalsNameTheField) {
             "previous_response_id");
   EXPECT_EQ(refusal({{"input", "x"}, {"tools", json::array({{{"type", "function"}}})}}).first,
             "tools");
-  const auto fmt =
-      refusal({{"input", "x"}, {"text", {{"format", {{"type", "json_schema"}, {"name", "n"}}}}}});
-  EXPECT_EQ(fmt.first, "text.format");
-  EXPECT_NE(fmt.second.find("structured output"), std::string::npos);
+  EXPECT_EQ(
+      refusal({{"input", "x"}, {"text", {{"format", {{"type", "json_schema"}, {"name", "n"}}}}}})
+          .first,
+      "text.format.schema");
+  EXPECT_EQ(refusal({{"input", "x"}, {"text", {{"format", {{"type", "xml"}}}}}}).first,
+            "text.format.type");
+  EXPECT_EQ(refusal({{"input", "x"}, {"text", {{"format", "json"}}}}).first, "text.format");
   EXPECT_EQ(refusal({{"input", "x"}, {"max_output_tokens", 0}}).first, "max_output_tokens");
   EXPECT_EQ(refusal({{"input", "x"}, {"max_output_tokens", "5"}}).first, "max_output_tokens");
   EXPECT_EQ(refusal({{"input", "x"}, {"temperature", "hot"}}).first, "temperature");
