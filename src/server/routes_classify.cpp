@@ -18,26 +18,6 @@ namespace tessera::server {
 
 namespace {
 
-// Queue slots for the duration of one classify call.
-class Slots {
- public:
-  Slots(ServerState& st, int k) : st_(st), k_(k) {
-    if (k > st.opts.max_queue)
-      bad_request("this request has " + std::to_string(k) +
-                      " prompts but the server runs at most " + std::to_string(st.opts.max_queue) +
-                      " sequences at once (--max-queue)",
-                  "prompt");
-    if (!st.try_reserve(k))
-      throw ApiError(429, "the server is at capacity (--max-queue); retry later",
-                     "rate_limit_error", "", "queue_full");
-  }
-  ~Slots() { st_.release(k_); }
-
- private:
-  ServerState& st_;
-  int k_;
-};
-
 void classify(RequestContext& ctx) {
   Engine& engine = ctx.state.engine;
   ClassifyRequest r = parse_classify_request(request_json(ctx));
@@ -56,7 +36,7 @@ void classify(RequestContext& ctx) {
   }
   std::vector<ClassifyResult> results;
   {
-    Slots slots(ctx.state, static_cast<int>(prompts.size()));
+    QueueSlots slots(ctx.state, static_cast<int>(prompts.size()), "prompts", "prompt");
     results = engine.classify(prompts);
   }
   nlohmann::json data = nlohmann::json::array();

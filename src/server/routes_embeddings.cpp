@@ -9,25 +9,6 @@ namespace tessera::server {
 
 namespace {
 
-// Queue slots for the duration of one call (--max-queue), as classify's.
-class Slots {
- public:
-  Slots(ServerState& st, int k) : st_(st), k_(k) {
-    if (k > st.opts.max_queue)
-      bad_request("this request has " + std::to_string(k) + " inputs but the server runs at most " +
-                      std::to_string(st.opts.max_queue) + " sequences at once (--max-queue)",
-                  "input");
-    if (!st.try_reserve(k))
-      throw ApiError(429, "the server is at capacity (--max-queue); retry later",
-                     "rate_limit_error", "", "queue_full");
-  }
-  ~Slots() { st_.release(k_); }
-
- private:
-  ServerState& st_;
-  int k_;
-};
-
 void embeddings(RequestContext& ctx) {
   Engine& engine = ctx.state.engine;
   EmbeddingsRequest r = parse_embeddings_request(request_json(ctx));
@@ -50,7 +31,7 @@ void embeddings(RequestContext& ctx) {
   }
   std::vector<EmbedResult> results;
   {
-    Slots slots(ctx.state, static_cast<int>(prepared.size()));
+    QueueSlots slots(ctx.state, static_cast<int>(prepared.size()), "inputs", "input");
     results = engine.embed(prepared);
   }
   nlohmann::json data = nlohmann::json::array();

@@ -2,6 +2,8 @@
 
 #include <ctime>
 
+#include "server/api_error.h"
+
 namespace tessera::server {
 
 namespace {
@@ -83,6 +85,18 @@ void ServerState::observe_latency(const std::string& endpoint, double seconds) {
       .histogram("tessera_request_duration_seconds", "End-to-end request latency", kLatencyBounds,
                  {{"endpoint", endpoint}})
       .observe(seconds);
+}
+
+QueueSlots::QueueSlots(ServerState& st, int k, const std::string& inputs, const std::string& field)
+    : st_(st), k_(k) {
+  if (k > st.opts.max_queue)
+    bad_request("this request has " + std::to_string(k) + " " + inputs +
+                    " but the server runs at most " + std::to_string(st.opts.max_queue) +
+                    " sequences at once (--max-queue)",
+                field);
+  if (!st.try_reserve(k))
+    throw ApiError(429, "the server is at capacity (--max-queue); retry later", "rate_limit_error",
+                   "", "queue_full");
 }
 
 }  // namespace tessera::server

@@ -62,4 +62,18 @@ class ServerState {
   Histogram& ttft_;
 };
 
+// Queue slots held for one call of k inputs (classify, embeddings), released at scope exit. A
+// call that can never fit (k > --max-queue) is a 400 naming `field`; a full queue now, a 429.
+class QueueSlots {
+ public:
+  QueueSlots(ServerState& st, int k, const std::string& inputs, const std::string& field);
+  ~QueueSlots() { st_.release(k_); }
+  QueueSlots(const QueueSlots&) = delete;
+  QueueSlots& operator=(const QueueSlots&) = delete;
+
+ private:
+  ServerState& st_;
+  int k_;
+};
+
 }  // namespace tessera::server

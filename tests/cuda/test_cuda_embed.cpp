@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cosine.h"
 #include "cuda_test_util.h"
 #include "tessera/engine.h"
 
@@ -16,20 +17,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-double cosine(const std::vector<float>& a, const std::vector<float>& b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    ab += static_cast<double>(a[i]) * b[i];
-    aa += static_cast<double>(a[i]) * a[i];
-    bb += static_cast<double>(b[i]) * b[i];
-  }
-  return ab / std::sqrt(aa * bb);
-}
+using testing::cosine;
 
 TEST(CudaEmbed, MatchesSentenceTransformersInBf16) {
   TS_REQUIRE_CUDA();
   const fs::path root = fs::path(TESSERA_SOURCE_DIR) / "tests/fixtures/embeddings";
-  if (!fs::exists(root)) GTEST_SKIP() << "no " << root;
+  ASSERT_TRUE(fs::exists(root)) << root << " (scripts/fixtures/make_embedding_fixtures.py)";
   int checked = 0, bidirectional = 0;
   for (const auto& d : fs::directory_iterator(root)) {
     if (!fs::exists(d.path() / "expected.json")) continue;
