@@ -6,7 +6,7 @@
 //
 //   tessera_gpu_bench --model DIR [--only decode_b1,prefill_4096] [--reps 3] [--json out.json]
 //                     [--quantize 4|8 [--quantize-group 64]] [--no-graphs] [--crossover]
-//                     [--decode-ops] [--lm-ops] [--sample-ops]
+//                     [--decode-ops] [--lm-ops] [--sample-ops] [--quant-ops]
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -233,7 +233,7 @@ int main(int argc, char** argv) {
                  "bracket one step for ncu --profile-from-start off: decode_b1 (decode step 100) "
                  "or a forward workload (prefill_4096, ttft_512, classify_256x64)");
   bool no_ceilings = false, sample_ops = false, sample_default = false, lm_ops = false;
-  bool ceilings_first = false;
+  bool ceilings_first = false, quant_ops = false;
   app.add_flag(
       "--sample-default", sample_default,
       "decode workloads sample at the CLI's default (temperature 0.8, top-k 40, top-p 0.95, "
@@ -245,6 +245,9 @@ int main(int argc, char** argv) {
   app.add_flag("--lm-ops", lm_ops,
                "time gemma3-1b's LM head at M = 1 (final norm fused, with and without the greedy "
                "pick) inside CUDA graphs");
+  app.add_flag("--quant-ops", quant_ops,
+               "time the packed GEMV per launch at the 1B decode shapes (bits and group from "
+               "--quantize, --quantize-group; 4 and 64 if not given)");
   app.add_flag("--ceilings-first", ceilings_first,
                "measure the ceilings before the workloads (as before run 25: decode_b1 then read "
                "~2% low, bench/NOTES-cuda.md run 25)");
@@ -304,6 +307,11 @@ int main(int argc, char** argv) {
 
       if (decode_ops) std::printf("\n%s", cuda::decode_ops_report(std::max(reps, 5)).c_str());
       if (lm_ops) std::printf("\n%s", cuda::lm_head_report(std::max(reps, 10)).c_str());
+      if (quant_ops)
+        std::printf("\n%s",
+                    cuda::quant_ops_report(std::max(reps, 10), quantize_bits ? quantize_bits : 4,
+                                           quantize_group)
+                        .c_str());
     };
     if (ceilings_first) diagnostics();
 

@@ -32,6 +32,10 @@ std::string decode_ops_report(int reps);
 // Gemma-3-1B's LM head at M = 1 with the final norm fused, with and without the greedy pick,
 // inside CUDA graphs: one line (gpu_bench --lm-ops).
 std::string lm_head_report(int reps);
+// The packed GEMV (MLX affine, `bits` 4 or 8, `group`) per launch inside CUDA graphs at
+// Gemma-3-1B's decode shapes, M = 1, plain and with a decode step's fusions (gpu_bench
+// --quant-ops).
+std::string quant_ops_report(int reps, int bits, int group);
 
 // cudaProfilerStart / Stop, so that `ncu --profile-from-start off` sees one chosen step.
 void profiler_range(bool start);
