@@ -271,25 +271,24 @@ __global__ void __launch_bounds__(256, 2) gemv_quant_kernel(QuantGemvArgs a) {
     const TO v = gemv_store<TO, GATED>(a.g, m, row, g, u);
     if constexpr (ARGMAX) argmax_take(v, row, amax_v, amax_i);
   };
+  // A lane's slots all hold chunks of one item row, lane % RR (RR divides 32): it keeps one sum
+  // per row of x, and the lanes of a row add theirs with the shuffles of offsets 16 .. RR, so
+  // lane r < RR ends with item row r's sum. (Sums per item row, picked by the slot's row, made the
+  // compiler keep them in local memory: a load and a store on every chunk's critical path.)
   auto reduce_item = [&](const uint4(&wb)[KU], const ST(&pb)[KU], int it) {
     const int unit = ub0 + it / wpr;
-    float acc[RR][MT];
+    float acc[MT];
 #pragma unroll
-    for (int r = 0; r < RR; ++r)
-#pragma unroll
-      for (int m = 0; m < MT; ++m) acc[r][m] = 0.f;
+    for (int m = 0; m < MT; ++m) acc[m] = 0.f;
 #pragma unroll
     for (int u = 0; u < KU; ++u) {
       if (sr(u) < RR && row_at(unit, sr(u)) >= 0) {
         float s, b;
         quant_pair<SF>(pb[u], s, b);
-        float t[MT];
         if constexpr (XF) {
           const float d = quant_chunk_xf<SB>(wb[u], reinterpret_cast<const float4*>(X), C, sc(u));
-          t[0] = fmaf(s, d, (SB == 4 ? fmaf(-128.f, s, b) : b) * xsum[sc(u)]);
+          acc[0] += fmaf(s, d, (SB == 4 ? fmaf(-128.f, s, b) : b) * xsum[sc(u)]);
         } else {
-#pragma unroll
-          for (int m = 0; m < MT; ++m) t[m] = 0.f;
 #pragma unroll
           for (int o = 0; o < E / 8; ++o) {
             float v[8];
@@ -301,45 +300,39 @@ __global__ void __launch_bounds__(256, 2) gemv_quant_kernel(QuantGemvArgs a) {
                 const uint4 xv = NORM ? *xr : __ldg(xr);
                 float4 x0, x1;
                 widen_bf16x8(xv, x0, x1);
-                t[m] = fmaf(v[0], x0.x, t[m]);
-                t[m] = fmaf(v[1], x0.y, t[m]);
-                t[m] = fmaf(v[2], x0.z, t[m]);
-                t[m] = fmaf(v[3], x0.w, t[m]);
-                t[m] = fmaf(v[4], x1.x, t[m]);
-                t[m] = fmaf(v[5], x1.y, t[m]);
-                t[m] = fmaf(v[6], x1.z, t[m]);
-                t[m] = fmaf(v[7], x1.w, t[m]);
+                float t = acc[m];
+                t = fmaf(v[0], x0.x, t);
+                t = fmaf(v[1], x0.y, t);
+                t = fmaf(v[2], x0.z, t);
+                t = fmaf(v[3], x0.w, t);
+                t = fmaf(v[4], x1.x, t);
+                t = fmaf(v[5], x1.y, t);
+                t = fmaf(v[6], x1.z, t);
+                acc[m] = fmaf(v[7], x1.w, t);
               }
             }
           }
         }
-#pragma unroll
-        for (int r = 0; r < RR; ++r)
-#pragma unroll
-          for (int m = 0; m < (XF ? 1 : MT); ++m)
-            if (sr(u) == r) acc[r][m] += t[m];
       }
     }
 #pragma unroll
-    for (int r = 0; r < RR; ++r)
+    for (int m = 0; m < MT; ++m)
 #pragma unroll
-      for (int m = 0; m < MT; ++m) acc[r][m] = warp_sum(acc[r][m]);
-    if (lane == 0) {
-      if (wpr == 1) {
+      for (int o = 16; o >= RR; o >>= 1) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);
+    if (wpr == 1) {
+      // lane j < RP stores pair j: its gate (item row j) and, gated, its up (item row RP + j)
+      float up[MT];
 #pragma unroll
-        for (int j = 0; j < RP; ++j) {
-          const int row = unit * RP + j;
-          if (row < N)
+      for (int m = 0; m < MT; ++m)
+        up[m] = GATED ? __shfl_sync(0xffffffffu, acc[m], (lane + RP) & 31) : 0.f;
+      const int row = unit * RP + lane;
+      if (lane < RP && row < N)
 #pragma unroll
-            for (int m = 0; m < MT; ++m)
-              if (m < M) store(m, row, acc[j][m], GATED ? acc[RR - RP + j][m] : 0.f);
-        }
-      } else {
+        for (int m = 0; m < MT; ++m)
+          if (m < M) store(m, row, acc[m], up[m]);
+    } else if (lane < RR) {
 #pragma unroll
-        for (int r = 0; r < RR; ++r)
-#pragma unroll
-          for (int m = 0; m < MT; ++m) red[it][r][m] = acc[r][m];
-      }
+      for (int m = 0; m < MT; ++m) red[it][lane][m] = acc[m];
     }
   };
   for (; it < items; it += 8) {
