@@ -104,6 +104,9 @@ struct Metrics {
   size_t peak_memory_bytes = 0;    // tessera's allocator on the compute device, since load
   size_t active_memory_bytes = 0;  // at the end of the call
   std::string device;
+  // What the device computes in: "f32" (the CPU) or "bf16" (CUDA: bf16 activations, attention
+  // and KV cache, f32 accumulation), whatever the weights are held in.
+  std::string compute;
 };
 
 enum class FinishReason { stop, length, cancelled, error };

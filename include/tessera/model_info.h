@@ -36,6 +36,9 @@ struct ModelInfo {
   bool tied_embeddings = false;
   DType checkpoint_dtype = DType::f32;  // as stored (the most common dtype among the tensors)
   DType weight_dtype = DType::f32;      // as held in memory
+  // What the device computes in (activations, attention, KV cache; products accumulate in f32):
+  // f32 on the CPU, bf16 on CUDA.
+  DType compute_dtype = DType::f32;
   int64_t parameter_count = 0;
   size_t weight_bytes = 0;                       // as held in memory
   std::vector<WeightFormatInfo> weight_formats;  // every matrix class, in load order

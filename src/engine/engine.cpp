@@ -380,6 +380,7 @@ class EngineImpl final : public Engine {
     r.metrics.peak_memory_bytes = t.peak();
     r.metrics.active_memory_bytes = t.active();
     r.metrics.device = backend_->name();
+    r.metrics.compute = dtype_name(backend_->act_dtype());
     return r;
   }
 

@@ -167,6 +167,7 @@ void Scheduler::fill_metrics(Sequence& s, Metrics& m) {
   m.peak_memory_bytes = t.peak();
   m.active_memory_bytes = t.active();
   m.device = model_.backend().name();
+  m.compute = dtype_name(model_.backend().act_dtype());
 }
 
 void Scheduler::finish(Sequence& s, FinishReason why, const std::string& error) {

@@ -10,12 +10,19 @@ namespace tessera {
 void DecoderModel::load(ModelDir& dir, const LoadOptions& opts) {
   ModelInfo& in = info_;
   in.weight_dtype = choose_weight_dtype(dir, opts, &in.checkpoint_dtype);
-  // A GGUF file's block types have no float dtype of their own (only its norms are F32): on the
-  // GPU, "auto" runs the batched products of dequantized tiles in bf16, as an MLX directory's
-  // bf16 scales do (llama.cpp's CUDA path rounds further: int8 activations); the CPU stays f32.
-  if (dir.gguf() && (opts.dtype == "auto" || opts.dtype.empty()) &&
-      backend().device() == Device::cuda)
+  // CUDA computes in bf16 (activations, attention and KV cache; f32 accumulation), so f32
+  // weights there would cost twice the memory and bandwidth for no precision: "auto" holds an f32
+  // checkpoint in bf16 (and a GGUF file's blocks dequantize to bf16 tiles for the batched
+  // products, as an MLX directory's bf16 scales do), and f32 is refused by name rather than
+  // accepted and computed in bf16 (issue 33, item 4). The CPU computes in f32.
+  in.compute_dtype = backend().act_dtype();
+  if (backend().device() == Device::cuda) {
+    if (opts.dtype == "f32" || opts.dtype == "float32")
+      fail_arg(
+          "--dtype f32: the CUDA backend computes in bf16 (activations, attention and KV cache, "
+          "with f32 accumulation); for f32 computation run on the CPU (--device cpu)");
     in.weight_dtype = DType::bf16;
+  }
   QuantFormat quantize_to;
   if (opts.quantize_bits != 0) {
     if (opts.quantize_bits != 4 && opts.quantize_bits != 8)

@@ -210,6 +210,33 @@ TEST(CudaModel, LoadOverMemoryLimitFailsCleanly) {
   EXPECT_EQ(t.active(), before);
 }
 
+// CUDA computes in bf16: f32 weights are refused by name, "auto" holds even an f32 checkpoint in
+// bf16, and the model says what it computes in (issue 33, item 4).
+TEST(CudaModel, F32IsRefusedAndAutoHoldsBf16) {
+  TS_REQUIRE_CUDA();
+  const std::string d = testing::process_temp_dir("tessera_cuda_f32");
+  MakeModelOptions mo;
+  mo.preset = "gemma3-tiny";
+  mo.out_dir = d;
+  mo.dtype = DType::f32;
+  mo.seed = 7;
+  make_model(mo);
+  ModelDir dir(d);
+  LoadOptions f32;
+  f32.dtype = "f32";
+  try {
+    load_model(dir, *cuda(), f32);
+    FAIL() << "--dtype f32 loaded on CUDA";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument) << e.what();
+    EXPECT_NE(std::string(e.what()).find("computes in bf16"), std::string::npos) << e.what();
+  }
+  const auto m = load_model(dir, *cuda(), LoadOptions{});
+  EXPECT_EQ(m->info().checkpoint_dtype, DType::f32);
+  EXPECT_EQ(m->info().weight_dtype, DType::bf16);
+  EXPECT_EQ(m->info().compute_dtype, DType::bf16);
+}
+
 // The warm-up request an engine runs at load on a GPU: afterwards the counters are zero, no KV
 // block is held, and a request's tokens and metrics are those of an engine loaded without it.
 TEST(CudaModel, EngineWarmupLeavesNoTrace) {

@@ -53,6 +53,9 @@ TEST(Engine, TextRoundTripAndStreamingPiecesConcatenate) {
   EXPECT_EQ(e->tokenize("Tell me a story", true)[0], 2);  // BOS added as Hugging Face does
   EXPECT_GT(r.metrics.peak_memory_bytes, 0u);
   EXPECT_GE(r.metrics.peak_memory_bytes, r.metrics.active_memory_bytes);
+  // The CPU computes in f32 whatever the weights are held in (the tiny model's are bf16).
+  EXPECT_EQ(r.metrics.compute, "f32");
+  EXPECT_EQ(e->info().compute_dtype, DType::f32);
 }
 
 TEST(Engine, SubmitStreamsTheSameTokensAsGenerate) {

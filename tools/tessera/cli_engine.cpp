@@ -201,7 +201,8 @@ nlohmann::json metrics_json(const Metrics& m) {
           {"decode_tokens_per_s", m.decode_tokens_per_s},
           {"peak_memory_bytes", m.peak_memory_bytes},
           {"active_memory_bytes", m.active_memory_bytes},
-          {"device", m.device}};
+          {"device", m.device},
+          {"compute", m.compute}};
 }
 
 void print_metrics(const Metrics& m) {
@@ -212,11 +213,11 @@ void print_metrics(const Metrics& m) {
       stderr,
       "prompt %d tokens (%d cached) | generated %d tokens | ttft %.1f ms | prefill %.1f ms "
       "(%.1f tok/s) | decode %.1f ms (%.1f tok/s) | total %.1f ms | memory peak %s, active %s "
-      "(%s)\n",
+      "(%s, computed in %s)\n",
       m.prompt_tokens, m.cached_prompt_tokens, m.generated_tokens, m.ttft_ms, m.prefill_ms,
       m.prefill_tokens_per_s, m.decode_ms, m.decode_tokens_per_s, m.total_ms,
       dev::format_bytes(m.peak_memory_bytes).c_str(),
-      dev::format_bytes(m.active_memory_bytes).c_str(), m.device.c_str());
+      dev::format_bytes(m.active_memory_bytes).c_str(), m.device.c_str(), m.compute.c_str());
 }
 
 }  // namespace tessera::cli

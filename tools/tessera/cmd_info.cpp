@@ -45,6 +45,7 @@ void add_info_command(CLI::App& app) {
           {"tied_embeddings", in.tied_embeddings},
           {"checkpoint_dtype", dtype_name(in.checkpoint_dtype)},
           {"weight_dtype", dtype_name(in.weight_dtype)},
+          {"compute_dtype", dtype_name(in.compute_dtype)},
           {"parameters", in.parameter_count},
           {"weight_bytes", in.weight_bytes},
           {"kv_bytes_per_token", kv_per_token},
@@ -78,8 +79,10 @@ void add_info_command(CLI::App& app) {
         std::printf("vocabulary        %d%s\n", in.vocab_size,
                     in.tied_embeddings ? " (tied head)" : "");
         std::printf("context           %d positions\n", in.max_position_embeddings);
-        std::printf("dtype             %s on disk, %s in memory\n", dtype_name(in.checkpoint_dtype),
-                    dtype_name(in.weight_dtype));
+        std::printf("dtype             %s on disk, %s in memory, computed in %s%s\n",
+                    dtype_name(in.checkpoint_dtype), dtype_name(in.weight_dtype),
+                    dtype_name(in.compute_dtype),
+                    in.compute_dtype == DType::bf16 ? " (f32 accumulation)" : "");
         std::printf("parameters        %lld\n", static_cast<long long>(in.parameter_count));
         std::printf("weights           %s\n", dev::format_bytes(in.weight_bytes).c_str());
         if (per_class) {
