@@ -204,6 +204,22 @@ int main(int argc, char** argv) {
           "qmma %-8s g%-3d [%6d x %5d] %.2f MB: %.2f us (%.0f GB/s)  grid %d slices %d  max err "
           "%.3g of %.3g\n",
           s.name, group, s.N, s.K, bytes / 1e6, us, bytes / us / 1e3, pl.grid, pl.slices, err, mag);
+      if (group == 64) {
+        const QPlan p2 = qmma2_plan(s.N, s.K, sms);
+        QArgs a2{T[0], P[0], x, y1, s.N, s.K, group};
+        CK(cudaMemset(y1, 0, s.N * 4));
+        qmma2_launch(a2, p2, 0);
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(h1.data(), y1, s.N * 4, cudaMemcpyDeviceToHost));
+        double e2 = 0;
+        for (int i = 0; i < s.N; ++i) e2 = std::max(e2, (double)std::fabs(h0[i] - h1[i]));
+        const float u3 = graph_us(copies * 2, 20, [&](int i, cudaStream_t st) {
+          QArgs b{T[i % copies], P[i % copies], x, y1, s.N, s.K, group};
+          qmma2_launch(b, p2, st);
+        });
+        std::printf("   form 2 (item ahead, slices %d): %.2f us (%.0f GB/s), max err %.3g\n",
+                    p2.slices, u3, bytes / u3 / 1e3, e2);
+      }
       if (group == 64)
         for (int v : {1, 2}) {
           const float u2 = graph_us(copies * 2, 20, [&](int i, cudaStream_t st) {

@@ -183,6 +183,147 @@ __global__ void __launch_bounds__(256, 2) qmma_kernel(QArgs a, int slices) {
   }
 }
 
+// Second form: a warp takes items it, it + 8, ... of at most MK k-tiles each, all of item
+// it + 8's loads in flight while item it is reduced (the bf16 streaming GEMV's order), its row tile
+// and k range computed once per item: no division per tile. 4-bit, group 64.
+constexpr int kMK = 6;
+inline QPlan qmma2_plan(int N, int K, int sms) {
+  QPlan p;
+  const int RT = (N + 15) / 16, KT = K / 64;
+  p.grid = std::min(2 * sms, RT);
+  p.rpb = (RT + p.grid - 1) / p.grid;
+  p.slices = std::max((KT + kMK - 1) / kMK, std::min(KT, (8 + p.rpb - 1) / p.rpb));
+  p.smem = (size_t)K * 2 + (size_t)(K / 32) * 8 + (size_t)p.rpb * p.slices * 16 * 4;
+  return p;
+}
+
+__global__ void __launch_bounds__(256, 2) qmma2_kernel(QArgs a, int slices) {
+  extern __shared__ __align__(16) unsigned char sm[];
+  const int K = a.K, KT = K / 64, N = a.N, G = K / 64;
+  const int RT = (N + 15) / 16;
+  const int rt0 = (int)((int64_t)RT * blockIdx.x / gridDim.x),
+            rt1 = (int)((int64_t)RT * (blockIdx.x + 1) / gridDim.x);
+  const int items = (rt1 - rt0) * slices;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const uint4* T4 = reinterpret_cast<const uint4*>(a.T);
+  struct Item {
+    int rt, kb, n;
+  };
+  auto item_of = [&](int it) {
+    const int s = it % slices;
+    Item i;
+    i.rt = rt0 + it / slices;
+    i.kb = KT * s / slices;
+    i.n = KT * (s + 1) / slices - i.kb;
+    return i;
+  };
+  uint4 cur[kMK], nxt[kMK];
+  uint32_t pc[kMK][2], pn[kMK][2];
+  auto load = [&](const Item& i, uint4(&b)[kMK], uint32_t(&p)[kMK][2]) {
+    const uint4* src = T4 + ((size_t)i.rt * KT + i.kb) * 32 + lane;
+    const uint32_t* p0 = a.P + (size_t)min(i.rt * 16 + g, N - 1) * G + i.kb;
+    const uint32_t* p1 = a.P + (size_t)min(i.rt * 16 + g + 8, N - 1) * G + i.kb;
+#pragma unroll
+    for (int j = 0; j < kMK; ++j)
+      if (j < i.n) {
+        b[j] = __ldcs(src + j * 32);
+        p[j][0] = __ldg(p0 + j);
+        p[j][1] = __ldg(p1 + j);
+      }
+  };
+  int it = warp;
+  Item ci = item_of(it);
+  if (it < items) load(ci, cur, pc);
+  bf16* xs = reinterpret_cast<bf16*>(sm);
+  float2* gs = reinterpret_cast<float2*>(sm + (size_t)K * 2);
+  float* red = reinterpret_cast<float*>(sm + (size_t)K * 2 + (size_t)(K / 32) * 8);
+  for (int c0 = 0; c0 < K / 8; c0 += 256) {
+    const int c = c0 + tid;
+    float e = 0.f;
+    if (c < K / 8) {
+      const uint4 v = __ldg(reinterpret_cast<const uint4*>(a.x) + c);
+      const uint32_t vs[4] = {v.x, v.y, v.z, v.w};
+      const int ks = c / 2, half = c & 1;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        e += __uint_as_float(vs[j] << 16) + __uint_as_float(vs[j] & 0xffff0000u);
+        *reinterpret_cast<uint32_t*>(xs + ks * 16 + j * 4 + half * 2) = vs[j];
+      }
+    }
+#pragma unroll
+    for (int off = 1; off < 8; off <<= 1) e += __shfl_xor_sync(~0u, e, off);
+    if (c < K / 8 && c % 8 == 0) gs[c / 8] = make_float2(128.f * e, e);
+  }
+  __syncthreads();
+  const uint32_t sel[4] = {0x0400u, 0x0501u, 0x0602u, 0x0703u};
+  for (; it < items; it += 8) {
+    const Item ni = item_of(it + 8);
+    if (it + 8 < items) load(ni, nxt, pn);
+    float y0 = 0.f, y1 = 0.f;
+#pragma unroll
+    for (int j = 0; j < kMK; ++j) {
+      if (j < ci.n) {
+        const uint32_t ws[4] = {cur[j].x, cur[j].y, cur[j].z, cur[j].w};
+        const bf16* xk = xs + (ci.kb + j) * 64 + t * 4;
+        float c[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+          uint32_t af[4];
+          const uint32_t w4 = ws[ks] >> 4;
+#pragma unroll
+          for (int i = 0; i < 4; ++i) af[i] = nib_pair(ws[ks], w4, sel[i]);
+          const uint2 xb = *reinterpret_cast<const uint2*>(xk + ks * 16);
+          mma16816(c, af, xb.x, xb.y);
+        }
+        const float2 cx = gs[ci.kb + j];
+        const uint32_t p0 = pc[j][0], p1 = pc[j][1];
+        y0 = fmaf(__uint_as_float(p0 << 16), c[0] - cx.x,
+                  fmaf(__uint_as_float(p0 & 0xffff0000u), cx.y, y0));
+        y1 = fmaf(__uint_as_float(p1 << 16), c[2] - cx.x,
+                  fmaf(__uint_as_float(p1 & 0xffff0000u), cx.y, y1));
+      }
+    }
+    if (t == 0) {
+      const int il = it;
+      if (slices == 1) {
+        if (ci.rt * 16 + g < N) a.y[ci.rt * 16 + g] = y0;
+        if (ci.rt * 16 + g + 8 < N) a.y[ci.rt * 16 + g + 8] = y1;
+      } else {
+        red[il * 16 + g] = y0;
+        red[il * 16 + g + 8] = y1;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kMK; ++j) {
+      cur[j] = nxt[j];
+      pc[j][0] = pn[j][0];
+      pc[j][1] = pn[j][1];
+    }
+    ci = ni;
+  }
+  if (slices > 1) {
+    __syncthreads();
+    const int nrows = (rt1 - rt0) * 16;
+    for (int r = tid; r < nrows; r += 256) {
+      const int rl = r / 16, j = r % 16, row = (rt0 + rl) * 16 + j;
+      if (row >= N) continue;
+      float s = 0.f;
+      for (int q = 0; q < slices; ++q) s += red[(rl * slices + q) * 16 + j];
+      a.y[row] = s;
+    }
+  }
+}
+
+inline void qmma2_launch(const QArgs& a, const QPlan& p, cudaStream_t st) {
+  static const bool done = [] {
+    CK(cudaFuncSetAttribute(qmma2_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 96 << 10));
+    return true;
+  }();
+  (void)done;
+  qmma2_kernel<<<p.grid, 256, p.smem, st>>>(a, p.slices);
+  CK(cudaPeekAtLastError());
+}
+
 template <int GS, int D, bool MATH>
 inline void qmma_go(const QArgs& a, const QPlan& p, cudaStream_t st) {
   static const bool done = [] {
