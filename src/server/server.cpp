@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -118,6 +119,10 @@ HttpServer::HttpServer(Engine& engine, ServerOptions opts) : state_(engine, std:
                        "Open connections waiting for a request's headers (no thread held)",
                        [gate] { return gate->waiting_connections(); });
   http_->set_payload_max_length(state_.opts.max_body_bytes);
+  // What the Keep-Alive response header advertises; the gate enforces both.
+  const auto& lim = http_->gate().limits();
+  http_->set_keep_alive_max_count(static_cast<size_t>(lim.keep_alive_max));
+  http_->set_keep_alive_timeout(std::max<time_t>(1, lim.keep_alive_ms / 1000));
   // httplib's default also sets SO_REUSEPORT, which lets a second server bind the same port
   // silently; SO_REUSEADDR alone still allows a restart over TIME_WAIT connections.
   http_->set_socket_options([](socket_t sock) {
