@@ -1,6 +1,7 @@
 // The soak test's load and sampler (scripts/soak.sh starts the server and runs this).
 //   node scripts/soak-load.mjs URL PID SECONDS CSV
-// Runs mixed traffic for SECONDS: streamed and whole completions and chat, streams cancelled
+// Prompts vary over a fixed set (the tokenizer's word cache and the prefix cache fill during
+// warm-up; growth after it is a leak). Runs mixed traffic for SECONDS: streamed and whole completions and chat, streams cancelled
 // mid-way, bad requests (malformed JSON, unknown model, wrong method, oversized max_tokens),
 // pipelined and kept-alive raw requests, and a slow client cut off by --header-timeout. Every
 // 2 s it samples the server's RSS, open descriptors, threads (/proc/PID) and KV blocks in use
@@ -47,13 +48,13 @@ async function post(path, body, signal) {
 // One kind of request each; the clients pick them in turn.
 const kinds = [
   async function completion(i) {
-    const r = await post('/v1/completions', JSON.stringify({ model, prompt: `Once upon a time ${i}`, max_tokens: 24 }));
+    const r = await post('/v1/completions', JSON.stringify({ model, prompt: `Once upon a time ${i % 256}`, max_tokens: 24 }));
     await r.text();
     expect('completion', r.status, 200);
   },
   async function chatStream(i) {
     const r = await post('/v1/chat/completions', JSON.stringify({
-      model, stream: true, max_tokens: 32, messages: [{ role: 'user', content: `Tell me about ${i}` }] }));
+      model, stream: true, max_tokens: 32, messages: [{ role: 'user', content: `Tell me about ${i % 256}` }] }));
     const text = await r.text();
     expect('chat stream', r.status, 200);
     if (!text.includes('data: [DONE]')) wrong.push('chat stream: no [DONE]');
@@ -61,7 +62,7 @@ const kinds = [
   async function cancelledStream(i) {
     const ac = new AbortController();
     try {
-      const r = await post('/v1/completions', JSON.stringify({ model, prompt: `A long story ${i}`, max_tokens: 200, stream: true, ignore_eos: true }), ac.signal);
+      const r = await post('/v1/completions', JSON.stringify({ model, prompt: `A long story ${i % 256}`, max_tokens: 200, stream: true, ignore_eos: true }), ac.signal);
       expect('cancelled stream', r.status, 200);
       const reader = r.body.getReader();
       await reader.read();  // the first chunk, then leave

@@ -153,7 +153,7 @@ bool ConnectionGate::evict_oldest(const std::string* ip) {
   uncount(c);
   // shutdown() rather than close(): the reactor may be polling this descriptor right now; it
   // sees the hangup and drops its reference, which closes the socket.
-  if (!c.idle || c.buffered() > 0)
+  if (c.buffered() > 0)  // a request begun: say why it ends; otherwise as a keep-alive close
     c.send_now(plain_error_response(503, "Service Unavailable",
                                     "connection closed to make room for another (too many open "
                                     "connections waiting for their requests)",
