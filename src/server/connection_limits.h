@@ -8,7 +8,7 @@ namespace tessera::server {
 
 struct ConnectionLimits {
   int max_connections = 1024;        // open connections of all clients (--max-connections)
-  int max_client_connections = 256;  // from one client address; 0: no cap (behind a proxy)
+  int max_client_connections = 512;  // from one client address; 0: no cap (behind a proxy)
   int header_timeout_ms = 10000;     // a request's line and headers, from its first byte
   int body_timeout_ms = 60000;       // a request's body, from the end of its headers
   int keep_alive_ms = 5000;          // idle time between requests on one connection

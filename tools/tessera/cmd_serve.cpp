@@ -67,7 +67,7 @@ void add_serve_command(CLI::App& app) {
                   "open connections of all clients (default: 1024)");
   cmd->add_option("--max-client-connections", lim.max_client_connections,
                   "open connections from one client address; 0: no cap, for a server behind a "
-                  "proxy (default: 256)");
+                  "proxy (default: 512)");
   cmd->add_option("--header-timeout", a->header_timeout_s,
                   "seconds a request's line and headers may take to arrive (default: 10)");
   cmd->add_option("--body-timeout", a->body_timeout_s,
