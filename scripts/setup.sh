@@ -12,7 +12,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 PKGS=(build-essential cmake ninja-build pkg-config git
       nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libpcre2-dev libutf8proc-dev libsimdjson-dev libdnnl-dev ocl-icd-opencl-dev
       libgtest-dev libgmock-dev libbenchmark-dev clang-format python3 python3-numpy golang-go
-      chromium chromium-driver)
+      chromium chromium-driver haproxy)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,5 +1,7 @@
 #include "server/connection_watch.h"
 
+#include "server/connection.h"
+
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
@@ -37,6 +39,12 @@ bool describe(const sockaddr_storage& ss, std::string& addr, int& port) {
 ConnectionWatch ConnectionWatch::find(const std::string& remote_addr, int remote_port,
                                       int local_port) {
   ConnectionWatch w;
+  // On a worker of the connection gate the socket is known: no scan of every descriptor.
+  if (const Connection* c = current_connection();
+      c && c->port == remote_port && c->local_port == local_port && c->ip == remote_addr) {
+    w.fd_ = c->fd;
+    return w;
+  }
   DIR* dir = opendir("/proc/self/fd");
   if (!dir) return w;
   while (dirent* e = readdir(dir)) {

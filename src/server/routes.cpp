@@ -4,6 +4,7 @@
 #include <new>
 #include <optional>
 
+#include "server/connection.h"
 #include "server/cors.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
@@ -176,6 +177,11 @@ void post(httplib::Server& svr, ServerState& state, const char* pattern, const c
             413,
             "the request body exceeds the server's limit of " + std::to_string(limit) + " bytes",
             "invalid_request_error", "", "request_too_large");
+      if (!ok && current_connection() && current_connection()->timed_out)
+        throw ApiError(408,
+                       "the request body did not arrive within " +
+                           seconds_text(state.opts.limits.body_timeout_ms) + " (--body-timeout)",
+                       "invalid_request_error", "", "request_timeout");
       if (!ok) bad_request("the request body could not be read");
       res.status = -1;
       fn(ctx);
@@ -197,7 +203,7 @@ void handle(ServerState& state, const char* endpoint, const httplib::Request& re
   RequestContext ctx{state, req, res, endpoint, Clock::now(), std::make_shared<InFlight>(state),
                      {}};
   try {
-    if (state.draining.load())
+    if (state.draining.load() || (state.unhealthy.load() && std::string(endpoint) == "health"))
       throw ApiError(503, "the server is shutting down", "server_error", "", "shutting_down");
     fn(ctx);
     if (res.status == -1) res.status = 200;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "server/connection_limits.h"
 #include "server/cors.h"
 #include "server/metrics.h"
 #include "tessera/engine.h"
@@ -20,10 +21,13 @@ struct ServerOptions {
   std::string api_key;     // non-empty: "Authorization: Bearer <key>" required
   std::string model_name;  // the id /v1/models lists and requests must name
   int max_queue = 512;     // sequences in flight (waiting + running) before 429
-  int threads = 0;         // HTTP worker threads; 0: max_queue + 32
   size_t max_body_bytes = size_t{8} << 20;
   int shutdown_timeout_ms = 10000;  // SIGINT/SIGTERM: let requests finish this long, then cancel
-  bool log_requests = false;        // one line per request on stderr
+  // SIGTERM: /health answers 503 at once, but requests are still served this long, so that a
+  // load balancer's health checks take the replica out before it refuses anything.
+  int drain_delay_ms = 0;
+  ConnectionLimits limits;    // worker threads, connection caps, read deadlines
+  bool log_requests = false;  // one line per request on stderr
   // --allowed-origins (server/cors.h): none by default; "*" with an API key needs the flag.
   std::vector<std::string> allowed_origins;
   bool allow_any_origin_with_key = false;
@@ -39,7 +43,9 @@ class ServerState {
   MetricsRegistry metrics;
   const int64_t started_unix;
 
-  // Graceful shutdown: draining refuses new work with 503; abort makes in-flight requests cancel.
+  // Graceful shutdown: unhealthy makes /health answer 503 (first, for --drain-delay); draining
+  // refuses new work with 503; abort makes in-flight requests cancel.
+  std::atomic<bool> unhealthy{false};
   std::atomic<bool> draining{false};
   std::atomic<bool> abort{false};
   std::atomic<int> http_in_flight{0};  // handlers and streams not yet finished
