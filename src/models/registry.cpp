@@ -9,7 +9,7 @@ namespace tessera {
 
 // Each architecture file defines its factory.
 using Factory = std::unique_ptr<Model>(ModelDir&, ComputeBackend&, const LoadOptions&);
-Factory make_gemma2, make_gemma3, make_llama, make_mistral, make_qwen2, make_qwen3;
+Factory make_gemma2, make_gemma3, make_gemma4, make_llama, make_mistral, make_qwen2, make_qwen3;
 
 namespace {
 
@@ -28,6 +28,9 @@ const std::vector<Entry>& entries() {
       {{"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration", "Gemma3TextModel"},
        {"gemma3_text", "gemma3"},
        make_gemma3},
+      {{"Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"},
+       {"gemma4_text", "gemma4"},
+       make_gemma4},
       {{"LlamaForCausalLM", "LlamaModel"}, {"llama"}, make_llama},
       {{"MistralForCausalLM", "MistralModel"}, {"mistral"}, make_mistral},
       {{"Qwen2ForCausalLM", "Qwen2Model"}, {"qwen2"}, make_qwen2},
