@@ -17,6 +17,12 @@ class Gemma4Model final : public DecoderModel {
  public:
   Gemma4Model(ModelDir& dir, ComputeBackend& backend, const LoadOptions& opts)
       : DecoderModel(backend) {
+    // Its ops scale, act_mul, moe_route and moe_experts have only the interface's host
+    // round-trip defaults so far, which a captured CUDA forward cannot run.
+    if (backend.device() != Device::cpu)
+      fail(ErrorKind::unsupported, dir.config_path() +
+                                       ": Gemma 4 runs on the CPU backend only so far (issue #31); "
+                                       "use --device cpu");
     gemma4::read_config(ConfigReader{dir.config(), dir.config_path()}, dir, info_, cfg_, g_);
     load(dir, opts);
   }
