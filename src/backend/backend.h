@@ -415,6 +415,28 @@ class ComputeBackend {
   virtual void gather_rows(Tensor x, const int32_t* rows, int n, Tensor out) = 0;
   // x = tanh(x / cap) * cap, in place (f32).
   virtual void softcap(Tensor x, float cap) = 0;
+  // x *= s, in place (f32 or act_dtype()). ref: transformers Gemma4TextDecoderLayer's
+  // layer_scalar and Gemma4TextModel's per-layer-input scales.
+  virtual void scale(Tensor x, float s);
+  // out[M, N] = act(gate[M, N]) * up[M, N] (f32 math; gate, up and out strided views in f32 or
+  // act_dtype()): gated_act with its halves in separate tensors (Gemma 4's per-layer input gate).
+  virtual void act_mul(Tensor gate, Tensor up, Activation act, Tensor out);
+  // Mixture-of-experts routing, ref: transformers Gemma4TextRouter.forward: per row of
+  // scores [T, E], p = softmax(scores) in f32; the k largest p (the lower expert first on ties)
+  // into ids [T, k] i32, their p renormalised to sum 1 and times per_expert_scale[id] [E] f32
+  // (null: 1) into weights [T, k] f32.
+  virtual void moe_route(Tensor scores, int k, const Tensor* per_expert_scale, Tensor weights,
+                         Tensor ids);
+  // The experts of a mixture-of-experts layer, ref: transformers Gemma4TextExperts.forward:
+  // out[t] = sum over j of weights[t, j] * down[e](act_gated(gate_up[e] x[t])), e = ids[t, j],
+  // the terms added in ascending expert order. x [T, H], gate_up[e] [2 I, H], down[e] [H, I],
+  // out [T, H]. The default (the CPU's) groups the tokens by expert on the host and runs each
+  // expert's rows through gather_rows / linear_gated / linear; a fast kernel would sort the
+  // tokens by expert on the device and run grouped GEMMs (prefill, batched decode) or one GEMV
+  // per selected expert (batch 1).
+  virtual void moe_experts(Tensor x, std::span<const Weight* const> gate_up,
+                           std::span<const Weight* const> down, Activation act, Tensor weights,
+                           Tensor ids, Tensor out);
   // ids[r] = what sample() picks from logits row r (f32) at temperature 0 with nothing else asked:
   // its first maximum (lowest id on ties). ids in device memory.
   virtual void argmax_rows(Tensor logits, int32_t* ids) = 0;

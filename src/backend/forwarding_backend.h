@@ -76,6 +76,17 @@ class ForwardingBackend : public ComputeBackend {
     in_->gather_rows(x, rows, n, out);
   }
   void softcap(Tensor x, float cap) override { in_->softcap(x, cap); }
+  void scale(Tensor x, float s) override { in_->scale(x, s); }
+  void act_mul(Tensor g, Tensor u, Activation act, Tensor out) override {
+    in_->act_mul(g, u, act, out);
+  }
+  void moe_route(Tensor scores, int k, const Tensor* pes, Tensor w, Tensor ids) override {
+    in_->moe_route(scores, k, pes, w, ids);
+  }
+  void moe_experts(Tensor x, std::span<const Weight* const> gu, std::span<const Weight* const> dn,
+                   Activation act, Tensor w, Tensor ids, Tensor out) override {
+    in_->moe_experts(x, gu, dn, act, w, ids, out);
+  }
   void argmax_rows(Tensor logits, int32_t* ids) override { in_->argmax_rows(logits, ids); }
   void norm_linear(const ResidualNorm& n, const Weight& w, const Tensor* bias,
                    Tensor out) override {

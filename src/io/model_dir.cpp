@@ -26,9 +26,11 @@ json read_json_file(const std::string& path) {
 std::string canonical_tensor_name(const std::string& n) {
   static const char* kPrefixes[] = {"model.language_model.", "language_model.model.",
                                     "language_model.", "model."};
-  static const char* kOther[] = {"vision_tower.",          "model.vision_tower.",
-                                 "multi_modal_projector.", "model.multi_modal_projector.",
-                                 "vision_model.",          "model.vision_model."};
+  static const char* kOther[] = {
+      "vision_tower.", "model.vision_tower.", "multi_modal_projector.",
+      "model.multi_modal_projector.", "vision_model.", "model.vision_model.",
+      // Gemma 4's multimodal towers and their projections into text
+      "model.embed_vision.", "model.embed_audio.", "model.audio_tower.", "audio_tower."};
   for (const char* o : kOther)
     if (n.rfind(o, 0) == 0) return "";
   for (const char* p : kPrefixes)

@@ -97,14 +97,23 @@ const Tensor& gated_mlp(ForwardPass& f, const ResidualNorm& mlp_in, const LayerW
 
 void lm_head(ForwardPass& f, const Tensor& y, const DeviceArray* w_y, const DeviceArray& norm,
              const Weight& head, float softcap) {
+  lm_head(f, &y, w_y, norm, head, softcap);
+}
+
+void lm_head(ForwardPass& f, const Tensor* y, const DeviceArray* w_y, const DeviceArray& norm,
+             const Weight& head, float softcap) {
   const int R = f.b.num_logit_rows;
   const Activations& a = f.a;
-  const Tensor* w_y_view = w_y ? &w_y->view : nullptr;
+  const Tensor* w_y_view = y && w_y ? &w_y->view : nullptr;
   const float eps = f.c.eps;
   if (f.b.hidden_states) {
     // Embeddings: the residual add and the final norm on every row, left in a.h; then the logits
     // rows as below, from the updated residual.
-    f.be.add_rms_norm(a.x, y, w_y_view, &norm.view, eps, a.h);
+    if (y) {
+      f.be.add_rms_norm(a.x, *y, w_y_view, &norm.view, eps, a.h);
+    } else {
+      f.be.rms_norm(a.x, norm.view, eps, a.h);
+    }
     if (R == 0) return;
     f.be.gather_rows(a.x, f.b.logit_rows, R, a.x_rows);
     f.be.norm_lm_head({a.x_rows, nullptr, nullptr, norm.view, eps, a.h_rows}, head, softcap,
@@ -115,12 +124,13 @@ void lm_head(ForwardPass& f, const Tensor& y, const DeviceArray* w_y, const Devi
   if (f.b.logit_rows_all) {
     // Every row is a logits row, in order: the residual add, the final norm and the head in one
     // op on the first R rows.
-    const Tensor y_rows = y.rows_from(0, R);
-    f.be.norm_lm_head({a.x.rows_from(0, R), &y_rows, w_y_view, norm.view, eps, a.h.rows_from(0, R)},
-                      head, softcap, a.logits, f.greedy_ids);
+    const Tensor y_rows = y ? y->rows_from(0, R) : Tensor{};
+    f.be.norm_lm_head(
+        {a.x.rows_from(0, R), y ? &y_rows : nullptr, w_y_view, norm.view, eps, a.h.rows_from(0, R)},
+        head, softcap, a.logits, f.greedy_ids);
   } else {
     // The residual add on every row, then the logits rows gathered, normed and projected.
-    f.be.add_rms_norm(a.x, y, w_y_view, nullptr, eps, a.h);
+    if (y) f.be.add_rms_norm(a.x, *y, w_y_view, nullptr, eps, a.h);
     f.be.gather_rows(a.x, f.b.logit_rows, R, a.x_rows);
     f.be.norm_lm_head({a.x_rows, nullptr, nullptr, norm.view, eps, a.h_rows}, head, softcap,
                       a.logits, f.greedy_ids);

@@ -83,5 +83,9 @@ const Tensor& gated_mlp(ForwardPass& f, const ResidualNorm& mlp_in, const LayerW
 // With BatchView::hidden_states, h = rms_norm(x, norm) of every row stays in f.a.h (embeddings).
 void lm_head(ForwardPass& f, const Tensor& y, const DeviceArray* w_y, const DeviceArray& norm,
              const Weight& head, float softcap);
+// The same with nothing pending (y null): x is the last layer's output as it stands (Gemma 4,
+// whose layers end by scaling the residual).
+void lm_head(ForwardPass& f, const Tensor* y, const DeviceArray* w_y, const DeviceArray& norm,
+             const Weight& head, float softcap);
 
 }  // namespace tessera

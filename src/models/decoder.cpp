@@ -34,7 +34,7 @@ void DecoderModel::load(ModelDir& dir, const LoadOptions& opts) {
     quantize_to = {opts.quantize_bits, opts.quantize_group_size};
   }
   WeightLoader w(dir, *backend_, in.weight_dtype, opts.progress, quantize_to);
-  w_ = load_decoder_weights(w, dir, *backend_, cfg_, in.tied_embeddings);
+  w_ = load_weights(w, dir);
   in.parameter_count = w.parameters();
   in.weight_bytes = w.bytes_held();
   in.weight_formats = w.formats();

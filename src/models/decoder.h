@@ -27,6 +27,11 @@ class DecoderModel : public Model {
     return tessera::begin_forward(*backend_, cfg_, hb, kv);
   }
 
+  // The weights load() uploads: load_decoder_weights unless an architecture holds more (Gemma 4).
+  virtual DecoderWeights load_weights(WeightLoader& w, ModelDir& dir) {
+    return load_decoder_weights(w, dir, *backend_, cfg_, info_.tied_embeddings);
+  }
+
   DecoderConfig cfg_;
   DecoderWeights w_;
 

@@ -2,7 +2,8 @@
 // gemma3-1b is the real Gemma-3-1B text shape (999,885,952 parameters), as in
 // shared bench/hf_peer.py; gemma3-tiny is a small model with the real Gemma 3 vocabulary and a
 // short sliding window, for demos and CI; llama3-tiny, qwen2.5-tiny and qwen3-tiny are the same
-// for the Llama family, to pair with the real Llama 3 and Qwen tokenizers.
+// for the Llama family, to pair with the real Llama 3 and Qwen tokenizers; gemma2-tiny is a small
+// Gemma 2 (alternating sliding/global layers, Gemma 2's default logit softcaps, no q/k norms).
 #include "models/presets.h"
 
 #include <cmath>
@@ -23,7 +24,7 @@ using json = nlohmann::json;
 
 namespace {
 
-enum class Family { gemma3, llama, qwen2, qwen3 };
+enum class Family { gemma2, gemma3, llama, qwen2, qwen3 };
 
 struct Preset {
   std::string name;
@@ -74,6 +75,20 @@ std::vector<Preset> presets() {
     types.push_back((i + 1) % 6 ? "sliding_attention" : "full_attention");
   g1b["layer_types"] = types;
   json gen = {{"bos_token_id", 2}, {"eos_token_id", {1, 106}}, {"pad_token_id", 0}};
+  // Gemma 2 in miniature: its real vocabulary, softcaps 50 / 30, every other layer sliding.
+  json g2 = tiny;
+  g2["architectures"] = {"Gemma2ForCausalLM"};
+  g2["model_type"] = "gemma2";
+  g2["vocab_size"] = 256000;
+  g2["max_position_embeddings"] = 8192;
+  g2["num_key_value_heads"] = 2;
+  g2["layer_types"] = json::array();
+  for (int i = 0; i < 6; ++i)
+    g2["layer_types"].push_back(i % 2 ? "full_attention" : "sliding_attention");
+  g2.erase("rope_local_base_freq");
+  g2["rope_theta"] = 10000.0;
+  g2["attn_logit_softcapping"] = 50.0;
+  g2["final_logit_softcapping"] = 30.0;
   // Llama 3.2 style (llama3 rope scaling), Qwen 2.5 and Qwen 3 shapes in miniature, with their
   // real vocabularies and EOS lists (<|eot_id|>, <|im_end|>).
   json llama = {{"architectures", {"LlamaForCausalLM"}},
@@ -124,6 +139,7 @@ std::vector<Preset> presets() {
       {"bos_token_id", 151643}, {"eos_token_id", {151645, 151643}}, {"pad_token_id", 151643}};
   return {{"gemma3-tiny", Family::gemma3, tiny, gen},
           {"gemma3-1b", Family::gemma3, g1b, gen},
+          {"gemma2-tiny", Family::gemma2, g2, gen},
           {"llama3-tiny", Family::llama, llama, llama_gen},
           {"qwen2.5-tiny", Family::qwen2, qwen2, qwen_gen},
           {"qwen3-tiny", Family::qwen3, qwen3, qwen_gen}};
@@ -225,7 +241,7 @@ int64_t make_model(const MakeModelOptions& opts) {
   const int64_t nkv = cfg["num_key_value_heads"];
   const int64_t hd = cfg.contains("head_dim") ? cfg["head_dim"].get<int64_t>() : H / nh;
   const Family fam = preset->family;
-  const bool gemma = fam == Family::gemma3;
+  const bool gemma = fam == Family::gemma3 || fam == Family::gemma2;
   // Gemma norms are (1 + w) around 0; the Llama family's are w around 1.
   const float norm_mean = gemma ? 0.f : 1.f;
   struct Spec {
@@ -245,7 +261,7 @@ int64_t make_model(const MakeModelOptions& opts) {
       specs.push_back({p + "pre_feedforward_layernorm.weight", {H}, 0.f, 0.1f});
       specs.push_back({p + "post_feedforward_layernorm.weight", {H}, 0.f, 0.1f});
     }
-    if (gemma || fam == Family::qwen3) {
+    if (fam == Family::gemma3 || fam == Family::qwen3) {
       specs.push_back({p + "self_attn.q_norm.weight", {hd}, norm_mean, 0.1f});
       specs.push_back({p + "self_attn.k_norm.weight", {hd}, norm_mean, 0.1f});
     }

@@ -9,7 +9,7 @@ namespace tessera {
 
 // Each architecture file defines its factory.
 using Factory = std::unique_ptr<Model>(ModelDir&, ComputeBackend&, const LoadOptions&);
-Factory make_gemma3, make_llama, make_mistral, make_qwen2, make_qwen3;
+Factory make_gemma2, make_gemma3, make_gemma4, make_llama, make_mistral, make_qwen2, make_qwen3;
 
 namespace {
 
@@ -24,9 +24,13 @@ const std::vector<Entry>& entries() {
   static const std::vector<Entry> e = {
       // The *Model names (the decoder without its LM head) are what sentence-transformers
       // directories hold (embedding models); a tied head serves their one discarded pick.
+      {{"Gemma2ForCausalLM", "Gemma2Model"}, {"gemma2"}, make_gemma2},
       {{"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration", "Gemma3TextModel"},
        {"gemma3_text", "gemma3"},
        make_gemma3},
+      {{"Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"},
+       {"gemma4_text", "gemma4"},
+       make_gemma4},
       {{"LlamaForCausalLM", "LlamaModel"}, {"llama"}, make_llama},
       {{"MistralForCausalLM", "MistralModel"}, {"mistral"}, make_mistral},
       {{"Qwen2ForCausalLM", "Qwen2Model"}, {"qwen2"}, make_qwen2},

@@ -24,6 +24,11 @@ RopeParams parse_params(const nlohmann::json& j, const std::string& file, const 
     p.low_freq_factor = r.get_positive("low_freq_factor");
     p.high_freq_factor = r.get_positive("high_freq_factor");
     p.original_max_position_embeddings = r.get_positive("original_max_position_embeddings");
+  } else if (p.type == "proportional") {
+    p.factor = r.get_positive("factor", 1.0);
+    p.partial_rotary_factor = r.get_float("partial_rotary_factor", 1.0);
+    if (!(p.partial_rotary_factor >= 0 && p.partial_rotary_factor <= 1))
+      fail_model(file + ": " + where + ": partial_rotary_factor must be in [0, 1]");
   } else if (p.type == "gguf_freq_factors") {
     if (!j.contains("factors") || !j["factors"].is_array())
       fail_model(file + ": " + where + ": factors must be an array");
@@ -33,8 +38,9 @@ RopeParams parse_params(const nlohmann::json& j, const std::string& file, const 
       p.factors.push_back(x.get<float>());
     }
   } else {
-    fail(ErrorKind::unsupported, file + ": " + where + ": rope_type '" + p.type +
-                                     "' is not supported (tessera knows default, linear, llama3)");
+    fail(ErrorKind::unsupported,
+         file + ": " + where + ": rope_type '" + p.type +
+             "' is not supported (tessera knows default, linear, llama3, proportional)");
   }
   if (p.factor <= 0) fail_model(file + ": " + where + ": factor must be positive");
   return p;
@@ -74,7 +80,13 @@ std::vector<float> rope_inv_freq(const RopeParams& p, int head_dim) {
     float base = static_cast<float>(p.theta);
     inv[i] = 1.0f / std::pow(base, expo);
   }
-  if (p.type == "linear") {
+  if (p.type == "proportional") {
+    // ref: transformers modeling_rope_utils._compute_proportional_rope_parameters:
+    // rope_angles = int(partial_rotary_factor * head_dim // 2); the exponents over head_dim.
+    const int angles = static_cast<int>(std::floor(p.partial_rotary_factor * head_dim / 2));
+    for (int i = angles; i < head_dim / 2; ++i) inv[i] = 0.0f;
+    for (float& f : inv) f = f / static_cast<float>(p.factor);
+  } else if (p.type == "linear") {
     for (float& f : inv) f = f / static_cast<float>(p.factor);
   } else if (p.type == "gguf_freq_factors") {
     // ggml's rope (ggml-cpu ops.cpp rope_yarn with freq_factors): theta = pos * inv / factor.

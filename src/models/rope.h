@@ -13,14 +13,18 @@
 namespace tessera {
 
 struct RopeParams {
-  // default, linear, llama3, or gguf_freq_factors: inv_freq[i] / factors[i], llama.cpp's form of
-  // llama3 scaling (a GGUF's rope_freqs.weight; io/gguf_model.cpp writes this rope_scaling).
+  // default, linear, llama3, proportional, or gguf_freq_factors: inv_freq[i] / factors[i],
+  // llama.cpp's form of llama3 scaling (a GGUF's rope_freqs.weight; io/gguf_model.cpp writes this
+  // rope_scaling).
   std::string type = "default";
   double theta = 10000.0;
   double factor = 1.0;
   double low_freq_factor = 1.0, high_freq_factor = 4.0;
   double original_max_position_embeddings = 8192;
   std::vector<float> factors;  // gguf_freq_factors: [head_dim / 2]
+  // proportional (Gemma 4's global layers): the first partial_rotary_factor of the head's angle
+  // pairs rotate at 1 / theta^(2i / head_dim), the rest not at all (inv_freq 0); all / factor.
+  double partial_rotary_factor = 1.0;
 };
 
 // The parameters for a layer of `layer_type`; `legacy_local_theta` (> 0) is Gemma 3's

@@ -241,6 +241,39 @@ DeviceArray WeightLoader::vectors(const std::vector<std::string>& names,
   return backend_.upload_f32(all, "bias vector");
 }
 
+std::vector<std::unique_ptr<Weight>> WeightLoader::experts(const std::string& name, int64_t E,
+                                                           int64_t rows, int64_t cols) {
+  const TensorInfo& t = take_checked(name, {E, rows, cols});
+  const std::string what = t.file + ": tensor '" + t.name + "'";
+  if (!t.dtype_known || t.ggml)
+    fail(ErrorKind::unsupported,
+         what + " is " + t.dtype_name + "; expert stacks must be F32, F16 or BF16");
+  std::vector<std::unique_ptr<Weight>> out;
+  const size_t per = static_cast<size_t>(rows * cols) * dtype_size(t.dtype);
+  for (int64_t e = 0; e < E; ++e) {
+    HostTensor h{static_cast<const char*>(t.data) + e * per,
+                 t.dtype,
+                 {rows, cols},
+                 what + " expert " + std::to_string(e)};
+    const HostTensor* parts[] = {&h};
+    out.push_back(backend_.upload_weight(parts, dtype_, name));
+    held_ += out.back()->bytes;
+  }
+  record(name, {}, t.nbytes);
+  dir_.release(t);
+  return out;
+}
+
+float WeightLoader::scalar(const std::string& name) {
+  const TensorInfo& t = take_checked(name, {1});
+  check_plain(t);
+  const float v = t.dtype == DType::f32    ? static_cast<const float*>(t.data)[0]
+                  : t.dtype == DType::bf16 ? bf16_to_f32(static_cast<const uint16_t*>(t.data)[0])
+                                           : f16_to_f32(static_cast<const uint16_t*>(t.data)[0]);
+  dir_.release(t);
+  return v;
+}
+
 LayerWeights load_layer(WeightLoader& w, ComputeBackend& backend, const DecoderConfig& c, int i) {
   const std::string p = "layers." + std::to_string(i) + ".";
   const int64_t H = c.hidden, hd = c.head_dim, I = c.intermediate, q = int64_t{c.heads} * hd,

@@ -29,6 +29,12 @@ class WeightLoader {
   DeviceArray vector(const std::string& name, int64_t n, float add = 0.0f);
   // Several [n_i] vectors concatenated (q, k, v biases).
   DeviceArray vectors(const std::vector<std::string>& names, const std::vector<int64_t>& n);
+  // A stack of E [rows, cols] matrices stored as one [E, rows, cols] tensor (transformers'
+  // fused experts, e.g. Gemma4TextExperts.gate_up_proj): one weight per expert, dense.
+  std::vector<std::unique_ptr<Weight>> experts(const std::string& name, int64_t E, int64_t rows,
+                                               int64_t cols);
+  // A [1] tensor's value on the host (Gemma 4's layer_scalar).
+  float scalar(const std::string& name);
   bool has(const std::string& name) const { return dir_.has(name); }
 
   int64_t parameters() const { return params_; }

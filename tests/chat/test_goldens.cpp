@@ -1,7 +1,8 @@
 // Byte equality with transformers' apply_chat_template(tokenize=False) on every conversation of
 // tests/fixtures/chat/conversations.json, for the real Gemma 3 / Llama 3 / Qwen 3 templates of
-// the npm tokenizer packages and the Llama 3.1/3.2 and Qwen 2.5 style fixture templates.
-// Goldens: scripts/fixtures/chat_goldens.py (transformers on the GPU machine).
+// the npm tokenizer packages and the Llama 3.1/3.2, Qwen 2.5 and Gemma 2 fixture templates (Gemma
+// 2: scripts/fixtures/gemma_chat_goldens.py). Goldens: scripts/fixtures/chat_goldens.py
+// (transformers on the GPU machine).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -105,7 +106,7 @@ TEST_P(Goldens, MatchTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Chat, Goldens,
                          ::testing::Values("gemma3", "llama3", "qwen3", "llama3.1", "llama3.2",
-                                           "qwen2.5"),
+                                           "gemma2", "qwen2.5"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (auto& ch : n)

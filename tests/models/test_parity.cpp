@@ -36,6 +36,9 @@ class Parity : public ::testing::TestWithParam<std::string> {
     for (auto& f : testing::load_model_fixtures())
       if (f.name == GetParam()) fx_ = std::move(f);
     ASSERT_FALSE(fx_.name.empty());
+    // Gemma 4's new ops have no CUDA kernels yet and its loader refuses CUDA (gemma4.cpp).
+    if (on_cuda() && fx_.name.rfind("gemma4", 0) == 0)
+      GTEST_SKIP() << "Gemma 4 runs on the CPU backend only so far (issue #31)";
     backend_ = on_cuda() ? make_cuda_backend() : make_cpu_backend();
     ASSERT_NE(backend_, nullptr) << "TESSERA_TEST_DEVICE=cuda but no CUDA device";
     dir_ = std::make_unique<ModelDir>(fx_.dir);
