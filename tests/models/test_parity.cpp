@@ -43,7 +43,7 @@ class Parity : public ::testing::TestWithParam<std::string> {
     ASSERT_NE(backend_, nullptr) << "TESSERA_TEST_DEVICE=cuda but no CUDA device";
     dir_ = std::make_unique<ModelDir>(fx_.dir);
     LoadOptions o;
-    o.dtype = "f32";
+    o.dtype = on_cuda() ? "auto" : "f32";  // CUDA computes in bf16 and refuses f32 weights
     model_ = load_model(*dir_, *backend_, o);
   }
   ModelFixture fx_;
