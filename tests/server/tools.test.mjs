@@ -6,14 +6,14 @@
 // are bounded (enum, maxLength) so that every call ends well within the context.
 import { test, after } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { generateText, tool } from 'ai';
 import { z } from 'zod';
-import { client, raw, assertErrorShape, runCli, startServer, BASE, KEY, MODEL } from './helpers.mjs';
+import { client, raw, assertErrorShape, runCli, startServer, BASE, KEY, MODEL, MODEL_DIR, CONTEXT } from './helpers.mjs';
 
 const WEATHER = {
   type: 'function',
@@ -167,6 +167,27 @@ test('the AI SDK generateText with tools, then the tool result sent back', async
     messages: [{ role: 'user', content: 'Weather in Rome?' }, ...first.response.messages],
   });
   assert.ok(second.usage.inputTokens > first.usage.inputTokens);
+});
+
+test('the CLI chat --tools renders tools and tool history as the server does', async () => {
+  const tmp = mkdtempSync(join(tmpdir(), 'tessera-cli-tools-'));
+  try {
+    const messages = [
+      { role: 'user', content: 'Weather in Oslo?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Oslo", "unit": "celsius"}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: 'cold' },
+    ];
+    writeFileSync(join(tmp, 'm.json'), JSON.stringify(messages));
+    writeFileSync(join(tmp, 't.json'), JSON.stringify([WEATHER]));
+    const cli = runCli(['chat', '--model', MODEL_DIR, '--context', String(CONTEXT), '--messages', join(tmp, 'm.json'),
+                        '--tools', join(tmp, 't.json'), '--temperature', '0', '--max-tokens', '6']);
+    assert.equal(cli.status, 0, cli.stderr);
+    const r = await client().chat.completions.create({ model: MODEL, messages, tools: [WEATHER], temperature: 0, max_tokens: 6 });
+    assert.match(cli.stderr, new RegExp(`prompt ${r.usage.prompt_tokens} tokens`));
+    if (!r.choices[0].message.tool_calls) assert.equal(r.choices[0].message.content, cli.stdout.replace(/\n$/, ''));
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
 });
 
 // Qwen 3 (native tools in its template) and Llama 3 (3.0's template: the JSON convention).
