@@ -66,6 +66,11 @@ struct OutputConstraint {
   std::string text;                  // json_schema: the schema (JSON); regex; grammar: GBNF
   std::vector<std::string> choices;  // choice: the text is exactly one of these
   std::string field;  // the request field it came from, for errors ("response_format")
+  // The text must be `prefix` match `suffix`, repeated up to max_count times (-1: no limit)
+  // with `separator` between: tool calls in a family's format (Qwen's "<tool_call>\n" JSON
+  // "\n</tool_call>", one or more separated by "\n").
+  std::string prefix, suffix, separator;
+  int max_count = 1;
 };
 
 struct GenerateOptions {
@@ -80,6 +85,11 @@ struct GenerateOptions {
   bool ignore_eos = false;              // benchmarks: generate exactly max_tokens
   bool add_special_tokens = true;       // text prompts: add BOS as Hugging Face does
   OutputConstraint constraint;          // none: free text
+  // Chat only: the tools the chat template offers the model (its `tools` variable), as a JSON
+  // array of OpenAI tool objects ({"type": "function", "function": {"name", "description",
+  // "parameters"}}); "" for none. A template that does not take tools gets them in the prompt
+  // by tessera's convention instead (docs/GRAMMAR.md, "Tool calling").
+  std::string tools;
 };
 
 struct TokenLogprob {
@@ -140,9 +150,19 @@ class CancelToken {
 // cancel the request.
 using TokenCallback = std::function<bool(int32_t id, std::string_view piece)>;
 
+// A call an assistant turn made (OpenAI's tool_calls entry).
+struct ToolCall {
+  std::string id;         // "call_..."; may be empty
+  std::string name;       // the function's name
+  std::string arguments;  // a JSON object as text, as OpenAI sends it
+};
+
 struct ChatMessage {
-  std::string role;  // system | user | assistant | ...
+  std::string role;  // system | user | assistant | tool | ...
   std::string content;
+  std::vector<ToolCall> tool_calls{};  // assistant: the calls it made
+  std::string tool_call_id{};          // tool: the call this answers
+  std::string name{};                  // tool: the function's name (optional)
 };
 
 // A prompt as text (tokenized, BOS added per add_special_tokens) or as token ids.

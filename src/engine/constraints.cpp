@@ -27,6 +27,7 @@ constexpr size_t kMaxStates = 100000;
 std::string key_of(const OutputConstraint& c) {
   std::string k = std::to_string(static_cast<int>(c.kind)) + '\0' + c.text;
   for (const std::string& s : c.choices) k += '\0' + s;
+  k += '\1' + c.prefix + '\1' + c.suffix + '\1' + c.separator + '\1' + std::to_string(c.max_count);
   return k;
 }
 

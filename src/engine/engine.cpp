@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "chat/chat_template.h"
+#include "chat/chat_tools.h"
 #include "core/check.h"
 #include "engine/batch_builder.h"
 #include "engine/classify_output.h"
@@ -34,12 +35,6 @@ namespace tessera {
 namespace {
 
 namespace fs = std::filesystem;
-
-nlohmann::ordered_json messages_json(const std::vector<ChatMessage>& messages) {
-  nlohmann::ordered_json j = nlohmann::ordered_json::array();
-  for (const auto& m : messages) j.push_back({{"role", m.role}, {"content", m.content}});
-  return j;
-}
 
 class EngineImpl final : public Engine {
  public:
@@ -88,7 +83,7 @@ class EngineImpl final : public Engine {
     validate(g);
     std::string text;
     try {
-      text = render_chat(messages, /*add_generation_prompt=*/true);
+      text = render_chat(messages, /*add_generation_prompt=*/true, g.tools);
     } catch (const RequestError&) {
       throw;
     } catch (const Error& e) {
@@ -343,14 +338,18 @@ class EngineImpl final : public Engine {
     return r;
   }
 
-  std::string render_chat(const std::vector<ChatMessage>& messages,
-                          bool add_generation_prompt) const {
+  // Tools and tool turns as the template takes them, or by the JSON convention where it takes
+  // none (chat/chat_tools.h).
+  std::string render_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                          const std::string& tools = "") const {
     if (!chat_template_)
       throw RequestError("messages",
                          "this model directory has no chat template (tokenizer_config.json "
                          "chat_template)");
-    return tessera::apply_chat_template(*chat_template_, messages_json(messages),
-                                        add_generation_prompt, template_context_);
+    ChatTemplateInputs in =
+        chat_template_inputs(messages, tools, template_tools_, template_context_);
+    return tessera::apply_chat_template(*chat_template_, in.messages, add_generation_prompt,
+                                        in.context);
   }
 
   RequestSpec make_spec(PreparedRequest req, TokenCallback cb, const CancelToken& cancel) const {
@@ -462,6 +461,7 @@ class EngineImpl final : public Engine {
       template_context_ = chat_template_special_tokens(files);
     }
     if (!tmpl.empty()) chat_template_ = std::make_unique<ChatTemplate>(tmpl);
+    template_tools_ = template_tool_support(tmpl);
   }
 
   std::vector<int32_t> find_eos_set() const {
@@ -571,6 +571,7 @@ class EngineImpl final : public Engine {
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ChatTemplate> chat_template_;
+  TemplateToolSupport template_tools_;
   StPipeline st_;
   std::unique_ptr<ConstraintCache> constraints_;
   nlohmann::ordered_json template_context_ = nlohmann::ordered_json::object();  // bos_token, ...

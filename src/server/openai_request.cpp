@@ -7,6 +7,7 @@
 #include "core/json_limits.h"
 #include "server/api_error.h"
 #include "server/response_format.h"
+#include "server/tool_request.h"
 
 namespace tessera::server {
 
@@ -103,8 +104,9 @@ void require_object(const json& body) {
     bad_request(std::string("the request body must be a JSON object, not ") + type_name(body));
 }
 
-// Parameters tessera cannot honour are refused rather than silently ignored.
-void refuse_unsupported(const Fields& f, const json& body) {
+// Parameters tessera cannot honour are refused rather than silently ignored (chat takes tools:
+// tool_request.h).
+void refuse_unsupported(const Fields& f, const json& body, bool chat) {
   if (f.has("echo") && f.boolean("echo"))
     bad_request("'echo' is not supported by this server", "echo", "unsupported_parameter");
   if (f.has("suffix") && !(body["suffix"].is_string() && body["suffix"].get<std::string>().empty()))
@@ -112,6 +114,7 @@ void refuse_unsupported(const Fields& f, const json& body) {
   if (f.has("logit_bias") && !(body["logit_bias"].is_object() && body["logit_bias"].empty()))
     bad_request("'logit_bias' is not supported by this server", "logit_bias",
                 "unsupported_parameter");
+  if (chat) return;
   for (const char* k : {"tools", "functions"})
     if (f.has(k) && !(body[k].is_array() && body[k].empty()))
       bad_request("'" + std::string(k) + "' (tool calling) is not supported by this server", k,
@@ -255,11 +258,6 @@ int parse_n(const Fields& f) {
 // Content: a string, or a list of parts of which only {"type": "text"} ones are supported.
 std::string message_content(const json& m, size_t i, const std::string& role) {
   const std::string param = "messages[" + std::to_string(i) + "].content";
-  // Refused rather than dropped from the prompt: tool calling is not implemented yet (#34).
-  if (auto tc = m.find("tool_calls"); tc != m.end() && !tc->is_null() && !tc->empty())
-    bad_request("'messages[" + std::to_string(i) +
-                    "].tool_calls' (tool calling) is not supported by this server",
-                "messages[" + std::to_string(i) + "].tool_calls", "unsupported_parameter");
   auto it = m.find("content");
   if (it == m.end() || it->is_null()) {
     if (role == "assistant") return "";  // an assistant turn that only called tools
@@ -304,7 +302,7 @@ json parse_json_body(const std::string& body) {
 CompletionRequest parse_completion_request(const json& body) {
   require_object(body);
   Fields f(body);
-  refuse_unsupported(f, body);
+  refuse_unsupported(f, body, /*chat=*/false);
   CompletionRequest r;
   r.model = model_field(f);
   r.prompts = parse_prompts(body, "prompt");
@@ -331,10 +329,10 @@ CompletionRequest parse_completion_request(const json& body) {
   return r;
 }
 
-ChatRequest parse_chat_request(const json& body) {
+ChatRequest parse_chat_request(const json& body, const nlohmann::ordered_json* ordered) {
   require_object(body);
   Fields f(body);
-  refuse_unsupported(f, body);
+  refuse_unsupported(f, body, /*chat=*/true);
   ChatRequest r;
   r.model = model_field(f);
   if (!f.has("messages")) bad_request("'messages' is required", "messages");
@@ -353,7 +351,21 @@ ChatRequest parse_chat_request(const json& body) {
       bad_request("'" + param + ".role' must be system, developer, user, assistant or tool (got '" +
                       role + "')",
                   param + ".role");
-    r.messages.push_back({role, message_content(m, i, role)});
+    ChatMessage cm{role, message_content(m, i, role)};
+    if (auto tc = m.find("tool_calls"); tc != m.end() && !tc->is_null()) {
+      if (role != "assistant")
+        bad_request("only assistant messages carry 'tool_calls'", param + ".tool_calls");
+      cm.tool_calls = parse_message_tool_calls(*tc, param + ".tool_calls");
+    }
+    if (role == "tool") {
+      for (const char* k : {"tool_call_id", "name"}) {
+        auto v = m.find(k);
+        if (v == m.end() || v->is_null()) continue;
+        if (!v->is_string()) wrong_type(param + "." + k, "a string", *v);
+        (k[0] == 'n' ? cm.name : cm.tool_call_id) = v->get<std::string>();
+      }
+    }
+    r.messages.push_back(std::move(cm));
   }
   // max_completion_tokens replaces the deprecated max_tokens; either may come.
   for (const char* k : {"max_tokens", "max_completion_tokens"}) {
@@ -373,6 +385,17 @@ ChatRequest parse_chat_request(const json& body) {
     r.gen.sampling.top_logprobs = k;
   }
   r.gen.sampling.logprobs = r.logprobs;
+  // Tools and schemas from the body with its key order (a JSON schema's properties come out in
+  // the order given; nlohmann::json would sort them).
+  const nlohmann::ordered_json in_order =
+      ordered ? *ordered : nlohmann::ordered_json::parse(body.dump());
+  r.tools = parse_tools_request(in_order);
+  keep_schema_order(in_order, r.gen.constraint);
+  if (r.tools.active() && r.gen.constraint.kind != OutputConstraint::Kind::none &&
+      r.tools.choice != ToolsRequest::Choice::automatic)
+    bad_request("'tool_choice' \"required\" or a named function cannot be combined with '" +
+                    r.gen.constraint.field + "'",
+                "tool_choice");
   return r;
 }
 

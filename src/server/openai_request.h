@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "server/tool_request.h"
 #include "tessera/engine.h"
 
 namespace tessera::server {
@@ -34,6 +35,7 @@ struct ChatRequest {
   int n = 1;
   bool stream = false, include_usage = false;
   bool logprobs = false;  // top_logprobs in gen.sampling.top_logprobs
+  ToolsRequest tools;     // tools, tool_choice, parallel_tool_calls
 };
 
 // POST /v1/classify (tessera's): {"prompt": <as completions>, "top_logprobs": N,
@@ -48,7 +50,10 @@ struct ClassifyRequest {
 nlohmann::json parse_json_body(const std::string& body);
 
 CompletionRequest parse_completion_request(const nlohmann::json& body);
-ChatRequest parse_chat_request(const nlohmann::json& body);
+// `ordered`: the same body parsed with its key order (tools and schemas keep it); without it,
+// the order is nlohmann::json's (sorted).
+ChatRequest parse_chat_request(const nlohmann::json& body,
+                               const nlohmann::ordered_json* ordered = nullptr);
 ClassifyRequest parse_classify_request(const nlohmann::json& body);
 
 // Limits the parser enforces.

@@ -117,4 +117,19 @@ void parse_output_constraint(const json& body, OutputConstraint& out) {
   if (!found.empty()) out = std::move(found[0]);
 }
 
+void keep_schema_order(const nlohmann::ordered_json& body, OutputConstraint& c) {
+  if (c.kind != Kind::json_schema) return;
+  const nlohmann::ordered_json* at = &body;
+  size_t from = 0;
+  for (;;) {  // c.field is the schema's path: "response_format.json_schema.schema", "guided_json"
+    const size_t dot = c.field.find('.', from);
+    const std::string key = c.field.substr(from, dot == std::string::npos ? dot : dot - from);
+    if (!at->is_object() || !at->contains(key)) return;
+    at = &(*at)[key];
+    if (dot == std::string::npos) break;
+    from = dot + 1;
+  }
+  if (at->is_object()) c.text = at->dump();
+}
+
 }  // namespace tessera::server

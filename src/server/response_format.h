@@ -15,4 +15,8 @@ namespace tessera::server {
 // Throws ApiError (400) naming the field at fault.
 void parse_output_constraint(const nlohmann::json& body, OutputConstraint& out);
 
+// A json_schema constraint's text again from `body` parsed with its key order, so that the
+// schema's properties are generated in the client's order (the JSON above sorts keys).
+void keep_schema_order(const nlohmann::ordered_json& body, OutputConstraint& c);
+
 }  // namespace tessera::server

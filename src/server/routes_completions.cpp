@@ -5,6 +5,7 @@
 #include "server/generation.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "server/response_format.h"
 #include "server/routes.h"
 #include "server/sse.h"
 
@@ -15,6 +16,8 @@ namespace {
 void completions(RequestContext& ctx) {
   Engine& engine = ctx.state.engine;
   CompletionRequest r = parse_completion_request(request_json(ctx));
+  // The schema with the client's key order (request_json sorts keys; docs/GRAMMAR.md).
+  keep_schema_order(nlohmann::ordered_json::parse(ctx.body), r.gen.constraint);
   check_model(ctx.state, r.model);
   // Each prompt checked and tokenized once; a RequestError is a 400 naming its field.
   std::vector<PreparedRequest> prompts;

@@ -16,6 +16,8 @@ ChunkWriter::ChunkWriter(StreamFormat fmt) : fmt_(std::move(fmt)) {
   started_.assign(n, 0);
   text_offset_.assign(n, 0);
   completion_tokens_.assign(n, 0);
+  if (fmt_.tools)
+    tool_streams_.assign(n, ToolCallStream(fmt_.tool_format, fmt_.parallel_tool_calls));
 }
 
 std::string ChunkWriter::event(int c, const RequestStream::Event& ev) {
@@ -34,6 +36,17 @@ std::string ChunkWriter::event(int c, const RequestStream::Event& ev) {
       return out;
     }
     const char* why = openai_finish_reason(r.finish_reason);
+    if (fmt_.tools) {
+      ParsedOutput p = tool_streams_[c].finish();
+      if (!p.content.empty())
+        out +=
+            sse_data(dump(chat_chunk(fmt_.id, fmt_.created, fmt_.model, c, {{"content", p.content}},
+                                     nullptr, nullptr, fmt_.include_usage)));
+      for (json& d : tool_call_deltas(tool_calls_json(p.calls)))
+        out += sse_data(dump(chat_chunk(fmt_.id, fmt_.created, fmt_.model, c, std::move(d), nullptr,
+                                        nullptr, fmt_.include_usage)));
+      if (!p.calls.empty() && r.finish_reason == FinishReason::stop) why = "tool_calls";
+    }
     out += sse_data(dump(fmt_.chat ? chat_chunk(fmt_.id, fmt_.created, fmt_.model, c,
                                                 json::object(), nullptr, why, fmt_.include_usage)
                                    : completion_chunk(fmt_.id, fmt_.created, fmt_.model, c, "",
@@ -41,18 +54,18 @@ std::string ChunkWriter::event(int c, const RequestStream::Event& ev) {
     return out;
   }
   const bool lp = fmt_.logprobs && ev.logprobs.has_value();
-  if (ev.piece.empty() && !lp)
-    return out;  // text held back (partial UTF-8 or a possible stop string)
+  const std::string piece = fmt_.tools ? tool_streams_[c].push(ev.piece) : ev.piece;
+  if (piece.empty() && !lp) return out;  // text held back (partial UTF-8 or a possible stop string)
   json logprobs = nullptr;
   if (lp) {
     logprobs = fmt_.chat ? json{{"content", json::array({chat_logprob_json(*ev.logprobs)})}}
                          : completion_logprobs_json({*ev.logprobs}, text_offset_[c]);
   }
-  out += sse_data(
-      dump(fmt_.chat ? chat_chunk(fmt_.id, fmt_.created, fmt_.model, c, {{"content", ev.piece}},
-                                  std::move(logprobs), nullptr, fmt_.include_usage)
-                     : completion_chunk(fmt_.id, fmt_.created, fmt_.model, c, ev.piece,
-                                        std::move(logprobs), nullptr, fmt_.include_usage)));
+  out += sse_data(dump(fmt_.chat
+                           ? chat_chunk(fmt_.id, fmt_.created, fmt_.model, c, {{"content", piece}},
+                                        std::move(logprobs), nullptr, fmt_.include_usage)
+                           : completion_chunk(fmt_.id, fmt_.created, fmt_.model, c, piece,
+                                              std::move(logprobs), nullptr, fmt_.include_usage)));
   return out;
 }
 

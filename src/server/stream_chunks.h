@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "server/tool_output.h"
 #include "tessera/engine.h"
 
 namespace tessera::server {
@@ -25,6 +26,11 @@ struct StreamFormat {
   bool logprobs = false;
   std::vector<int> choice_prompt;  // per choice: which prompt it continues
   std::vector<int> prompt_tokens;  // per prompt
+  // Chat with tools offered: text that may be a call waits (ToolCallStream), calls go out as
+  // delta.tool_calls at the end and the finish reason is "tool_calls".
+  bool tools = false;
+  ToolFormat tool_format = ToolFormat::none;
+  bool parallel_tool_calls = true;
 };
 
 class ChunkWriter {
@@ -40,6 +46,7 @@ class ChunkWriter {
   std::vector<char> started_;
   std::vector<int> text_offset_;
   std::vector<int> completion_tokens_;
+  std::vector<ToolCallStream> tool_streams_;  // per choice, when fmt.tools
 };
 
 }  // namespace tessera::server

@@ -72,6 +72,39 @@ ParsedOutput parse_qwen(const std::string& text) {
   return r;
 }
 
+// s split at `sep` outside JSON strings, objects and arrays (a ';' in an argument is no
+// separator).
+std::vector<std::string> split_top_level(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  size_t start = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"')
+      in_string = true;
+    else if (c == '{' || c == '[')
+      ++depth;
+    else if (c == '}' || c == ']')
+      --depth;
+    else if (c == sep && depth == 0) {
+      parts.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  parts.push_back(s.substr(start));
+  return parts;
+}
+
 // The whole output as JSON call(s): after an optional prefix tag or code fence, one value, or
 // several separated by ';' (Llama 3's parallel form).
 ParsedOutput parse_json_calls(const std::string& text, bool fences) {
@@ -86,14 +119,9 @@ ParsedOutput parse_json_calls(const std::string& text, bool fences) {
   if (body.empty() || (body[0] != '{' && body[0] != '[')) return {text, {}};
   ParsedOutput r;
   if (calls_from_json(body, r.calls)) return r;
-  size_t at = 0;  // "{...}; {...}"
-  while (at < body.size()) {
-    const size_t semi = body.find(';', at);
-    const std::string part =
-        trim(body.substr(at, semi == std::string::npos ? std::string::npos : semi - at));
+  for (const std::string& piece : split_top_level(body, ';')) {  // "{...}; {...}"
+    const std::string part = trim(piece);
     if (!part.empty() && !calls_from_json(part, r.calls)) return {text, {}};
-    if (semi == std::string::npos) break;
-    at = semi + 1;
   }
   if (r.calls.empty()) return {text, {}};
   return r;

@@ -81,10 +81,13 @@ export async function waitMetrics(pred, { timeoutMs = 15_000, base = BASE, key =
 
 // A server of the test's own, without an API key: `tessera serve --port 0 ...`; resolves once it
 // prints its URL.
-export async function startServer(extraArgs = []) {
+// opts.modelDir / opts.context: another model or context than run.sh's.
+export async function startServer(extraArgs = [], opts = {}) {
   const env = { ...process.env };
   delete env.TESSERA_API_KEY;  // serve reads --api-key from it
-  const proc = spawn(BIN, ['serve', '--model', MODEL_DIR, '--port', '0', '--context', String(CONTEXT), ...extraArgs],
+  const args = ['serve', '--model', opts.modelDir ?? MODEL_DIR, '--port', '0',
+                '--context', String(opts.context ?? CONTEXT), ...extraArgs];
+  const proc = spawn(BIN, args,
                      { stdio: ['ignore', 'pipe', 'pipe'], env });
   let out = '', err = '';
   proc.stderr.on('data', (d) => { err += d; });

@@ -53,7 +53,7 @@ export TESSERA_URL="$URL" TESSERA_API_KEY="$KEY" TESSERA_MODEL_DIR="$TMP/tiny" T
        TESSERA_CONTEXT="$CONTEXT" TESSERA_BIN="$BIN"
 failed=0
 # One file at a time: the parity tests compare against the CLI and want no other load meanwhile.
-for f in completions chat classify responses embeddings errors structured limits auth cors browser keepalive connections cancel load lifecycle replicas; do
+for f in completions chat classify responses embeddings errors structured tools limits auth cors browser keepalive connections cancel load lifecycle replicas; do
   echo "== tests/server/$f.test.mjs"
   if ! node --test "tests/server/$f.test.mjs"; then failed=1; fi
 done
