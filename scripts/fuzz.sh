@@ -37,7 +37,7 @@ printf '%s\n' "${targets[@]}" |
 for t in "${targets[@]}"; do
   log=$out/logs/$t.log
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-  if grep -qE "^==[0-9]+==ERROR|^SUMMARY: |deadly signal|ALARM: working on the last Unit|out-of-memory|runtime error:" "$log"; then
+  if grep -qE "^==[0-9]+==ERROR|^SUMMARY: |deadly signal|ERROR: libFuzzer|out-of-memory|runtime error:" "$log"; then
     echo "fuzz: $t FAILED after ${execs:-?} executions; the report's end:" >&2
     tail -40 "$log" >&2
     grep -h "Test unit written to" "$log" | sed 's/^/fuzz: reproducer: /' >&2 || true
