@@ -80,7 +80,8 @@ TEST(OpenAIRequest, WrongTypesAreNamed) {
       {{{"prompt", "x"}, {"best_of", 3}}, "best_of"},
   };
   for (const auto& [body, param] : cases) {
-    ApiError e = error_of([&] { parse_completion_request(body); });
+    ApiError e =
+        error_of([&b = body] { parse_completion_request(b); });  // clang 14: no binding captures
     EXPECT_EQ(e.status, 400) << body.dump();
     EXPECT_EQ(e.param, param) << body.dump() << " -> " << e.what();
     EXPECT_EQ(e.type, "invalid_request_error");
@@ -203,7 +204,7 @@ TEST(OpenAIRequest, BadChatRequests) {
        "guided_regex"},
   };
   for (const auto& [body, param] : cases) {
-    ApiError e = error_of([&] { parse_chat_request(body); });
+    ApiError e = error_of([&b = body] { parse_chat_request(b); });  // as above
     EXPECT_EQ(e.status, 400) << body.dump();
     EXPECT_EQ(e.param, param) << body.dump() << " -> " << e.what();
   }
