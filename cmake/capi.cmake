@@ -18,7 +18,12 @@ set_target_properties(tessera_shared PROPERTIES
   SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})  # 0.x: a minor may change the ABI
 target_link_libraries(tessera_shared PRIVATE tessera_engine)
 target_link_options(tessera_shared PRIVATE
-  "LINKER:--version-script=${CMAKE_SOURCE_DIR}/src/capi/exports.map" "LINKER:--no-undefined")
+  "LINKER:--version-script=${CMAKE_SOURCE_DIR}/src/capi/exports.map")
+# Every symbol resolved at link time, except in a sanitizer build (cmake/sanitize.cmake): there
+# the sanitizer runtime comes with the program that loads the library, as clang intends.
+if(NOT TESSERA_SANITIZE)
+  target_link_options(tessera_shared PRIVATE "LINKER:--no-undefined")
+endif()
 set_property(TARGET tessera_shared APPEND PROPERTY LINK_DEPENDS
              ${CMAKE_SOURCE_DIR}/src/capi/exports.map)
 

@@ -11,7 +11,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # What each package is for: the README's "Dependencies" section.
 PKGS=(build-essential cmake ninja-build pkg-config git
       nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libpcre2-dev libutf8proc-dev libsimdjson-dev libdnnl-dev ocl-icd-opencl-dev
-      libgtest-dev libgmock-dev libbenchmark-dev clang-format python3 python3-numpy golang-go
+      libgtest-dev libgmock-dev libbenchmark-dev clang-format clang libclang-rt-dev llvm python3 python3-numpy golang-go
       chromium chromium-driver haproxy)
 missing=()
 for p in "${PKGS[@]}"; do

@@ -8,7 +8,7 @@ using namespace tessera::capi;
 
 namespace {
 
-tessera::Pooling to_pooling(tessera_pooling p) {
+tessera::Pooling to_pooling(int p) {
   switch (p) {
     case TESSERA_POOLING_AUTO:
       return tessera::Pooling::automatic;
@@ -19,8 +19,8 @@ tessera::Pooling to_pooling(tessera_pooling p) {
     case TESSERA_POOLING_LAST:
       return tessera::Pooling::last;
   }
-  fail_arg("pooling must be TESSERA_POOLING_AUTO, _MEAN, _CLS or _LAST (got " +
-           std::to_string(static_cast<int>(p)) + ")");
+  fail_arg("pooling must be TESSERA_POOLING_AUTO, _MEAN, _CLS or _LAST (got " + std::to_string(p) +
+           ")");
 }
 
 }  // namespace
@@ -54,7 +54,12 @@ tessera_status tessera_embed(tessera_engine* e, const tessera_prompt* prompts, s
       o = &d;
     }
     tessera::EmbedOptions eo;
-    eo.pooling = to_pooling(o->pooling);
+    // A C caller may store any int in the enum; loading such a value as the C++ enum is
+    // undefined (UBSan, scripts/sanitize.sh), so it is read as the int it is.
+    static_assert(sizeof(tessera_pooling) == sizeof(int));
+    int pooling = 0;
+    std::memcpy(&pooling, &o->pooling, sizeof pooling);
+    eo.pooling = to_pooling(pooling);
     eo.normalize = o->normalize != 0;
     eo.dimensions = o->dimensions;
     eo.add_special_tokens = o->add_special_tokens != 0;

@@ -1,5 +1,6 @@
 // The C ABI over tessera::Engine: loading, single generations, model info and stats, the
 // tokenizer. Every entry point catches everything.
+#include <cstring>
 #include <map>
 #include <utility>
 
@@ -90,7 +91,11 @@ const char* tessera_version(void) {
   return TESSERA_VERSION;
 }
 
-const char* tessera_status_name(tessera_status s) {
+const char* tessera_status_name(tessera_status status) {
+  // Read as the int a C caller passed: any int is valid C, but loading one outside the enum's
+  // values as the C++ enum is undefined (UBSan, scripts/sanitize.sh).
+  int s = 0;
+  std::memcpy(&s, &status, sizeof s);
   switch (s) {
     case TESSERA_OK:
       return "ok";
