@@ -1,5 +1,7 @@
 #include "server/connection.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -126,6 +128,23 @@ void ConnStream::get_remote_ip_and_port(std::string& ip, int& port) const {
 void ConnStream::get_local_ip_and_port(std::string& ip, int& port) const {
   ip = c_.local_ip;
   port = c_.local_port;
+}
+
+bool describe_address(const sockaddr_storage& ss, std::string& addr, int& port) {
+  char buf[INET6_ADDRSTRLEN] = {0};
+  if (ss.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+    inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf);
+    port = ntohs(a->sin_port);
+  } else if (ss.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+    inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof buf);
+    port = ntohs(a->sin6_port);
+  } else {
+    return false;
+  }
+  addr = buf;
+  return true;
 }
 
 std::string seconds_text(int ms) {

@@ -92,4 +92,8 @@ std::string plain_error_response(int status, const char* reason, const std::stri
 // "10 s", "0.5 s": a duration in milliseconds for messages.
 std::string seconds_text(int ms);
 
+// The printable address and the port of a socket address (IPv4 or IPv6); false (and addr, port
+// left as they were) for any other family.
+bool describe_address(const sockaddr_storage& ss, std::string& addr, int& port);
+
 }  // namespace tessera::server

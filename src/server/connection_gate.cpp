@@ -20,21 +20,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-std::string address_of(const sockaddr_storage& ss, int& port) {
-  char buf[INET6_ADDRSTRLEN] = {0};
-  port = -1;
-  if (ss.ss_family == AF_INET) {
-    const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
-    inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf);
-    port = ntohs(a->sin_port);
-  } else if (ss.ss_family == AF_INET6) {
-    const auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
-    inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof buf);
-    port = ntohs(a->sin6_port);
-  }
-  return buf;
-}
-
 // GET /health and GET /metrics (with or without a query) go to the control lane.
 bool is_probe(const std::string& line) {
   for (const char* p : {"GET /health", "GET /metrics"}) {
@@ -89,9 +74,10 @@ void ConnectionGate::admit(int fd) {
   socklen_t pl = sizeof peer, ll = sizeof local;
   int port = -1, local_port = -1;
   std::string ip, local_ip;
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) == 0) ip = address_of(peer, port);
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) == 0)
+    describe_address(peer, ip, port);
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) == 0)
-    local_ip = address_of(local, local_port);
+    describe_address(local, local_ip, local_port);
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // stream chunks go out at once
   auto c = std::make_shared<Connection>(fd, ip, port, local_ip, local_port);

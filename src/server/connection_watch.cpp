@@ -14,28 +14,6 @@
 
 namespace tessera::server {
 
-namespace {
-
-// The port and printable address of a socket address (IPv4 or IPv6).
-bool describe(const sockaddr_storage& ss, std::string& addr, int& port) {
-  char buf[INET6_ADDRSTRLEN] = {0};
-  if (ss.ss_family == AF_INET) {
-    const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
-    inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf);
-    port = ntohs(a->sin_port);
-  } else if (ss.ss_family == AF_INET6) {
-    const auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
-    inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof buf);
-    port = ntohs(a->sin6_port);
-  } else {
-    return false;
-  }
-  addr = buf;
-  return true;
-}
-
-}  // namespace
-
 ConnectionWatch ConnectionWatch::find(const std::string& remote_addr, int remote_port,
                                       int local_port) {
   ConnectionWatch w;
@@ -59,7 +37,7 @@ ConnectionWatch ConnectionWatch::find(const std::string& remote_addr, int remote
     if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &ll) != 0) continue;
     std::string paddr, laddr;
     int pport = -1, lport = -1;
-    if (!describe(peer, paddr, pport) || !describe(local, laddr, lport)) continue;
+    if (!describe_address(peer, paddr, pport) || !describe_address(local, laddr, lport)) continue;
     if (pport == remote_port && lport == local_port && paddr == remote_addr) {
       w.fd_ = static_cast<int>(fd);
       break;
