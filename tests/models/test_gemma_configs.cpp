@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "engine/direct_runner.h"
 #include "fixtures.h"
+#include "load_error.h"
 #include "models/model.h"
 #include "process_temp.h"
 #include "tessera/error.h"
@@ -44,17 +45,7 @@ std::string edited_copy(const std::string& name, const std::string& stem,
   return dir.string();
 }
 
-std::string load_error(const std::string& dir, ErrorKind* kind = nullptr) {
-  auto be = make_cpu_backend();
-  try {
-    ModelDir d(dir);
-    load_model(d, *be, {});
-  } catch (const Error& e) {
-    if (kind) *kind = e.kind();
-    return e.what();
-  }
-  return "";
-}
+using testing::load_error;
 
 // The logits of the fixture's longest sequence, from the model in `dir`.
 std::vector<std::vector<float>> logits(const std::string& dir, const ModelFixture& fx) {

@@ -9,6 +9,7 @@
 #include "backend/backend.h"
 #include "engine/direct_runner.h"
 #include "io/safetensors.h"
+#include "load_error.h"
 #include "micro_model.h"
 #include "models/model.h"
 #include "process_temp.h"
@@ -22,18 +23,7 @@ using testing::micro_gemma_tensors;
 using testing::write_micro_model;
 namespace fs = std::filesystem;
 
-// Loads `dir` and returns the error message ("" if it loaded).
-std::string load_error(const std::string& dir, ErrorKind* kind = nullptr) {
-  auto be = make_cpu_backend();
-  try {
-    ModelDir d(dir);
-    load_model(d, *be, {});
-  } catch (const Error& e) {
-    if (kind) *kind = e.kind();
-    return e.what();
-  }
-  return "";
-}
+using testing::load_error;
 
 TEST(LoadErrors, MicroModelLoads) {
   auto c = micro_gemma_config();
